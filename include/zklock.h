@@ -1,0 +1,381 @@
+/*
+ * zklock.h: distributed locks on Apache ZooKeeper.
+ *
+ * This header is the whole contract of libzklock. Read this block first.
+ *
+ * OBJECTS
+ *   zkl_client_t  owns one ZooKeeper session, shared by every lock and thread
+ *                 of the process. After the session expires it creates a new
+ *                 session for later work; holds made on the old session are
+ *                 LOST.
+ *   zkl_mutex_t   a reentrant distributed mutex <root>/<name> created on a
+ *                 client. Several zkl_mutex_t objects, in one or many
+ *                 processes, may name the same lock.
+ *
+ * THREAD SAFETY
+ *   Every object may be shared by any number of threads unless a function
+ *   says otherwise. A zkl_mutex_t is held by a *thread*: two threads of one
+ *   process exclude each other exactly like two processes, and only the
+ *   thread that locked may unlock. Reentrancy is per thread: only a thread's
+ *   first lock and its last unlock reach ZooKeeper.
+ *
+ * CALLBACKS
+ *   State and log callbacks run on a thread owned by the client (never on the
+ *   caller's thread, never with an internal lock held). They may call any
+ *   zklock function except zkl_client_destroy() on their own client, but they
+ *   should return quickly: callbacks of one client run one after another.
+ *
+ * ERRORS
+ *   Every fallible function returns int: ZKL_OK (0) on success, a negative
+ *   zkl_error_t, or a ZooKeeper error code (ZCONNECTIONLOSS, ZNOAUTH, ...)
+ *   passed through unchanged. The two ranges never overlap. zkl_strerror()
+ *   and zkl_err_name() describe any of them. Codes are never renumbered.
+ *
+ * MEMORY
+ *   Strings and buffers passed in are copied. Anything returned that the
+ *   caller owns is freed with the one function its documentation names.
+ *
+ * TIME
+ *   Deadlines are absolute, in milliseconds of CLOCK_MONOTONIC as returned by
+ *   zkl_now_ms(). A deadline is not restarted when a wait wakes up.
+ */
+#ifndef ZKLOCK_H
+#define ZKLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zklock_version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define ZKL_EXTERN __attribute__((visibility("default")))
+#else
+#define ZKL_EXTERN
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * zklock's own codes. ZooKeeper's codes (all > -1000) pass through as they
+ * are. One table, ZKL_ERRNO_MAP, generates the enum, zkl_err_name() and
+ * zkl_strerror(); append new codes at the end, never reuse a number.
+ */
+#define ZKL_ERRNO_MAP(XX)                                                      \
+  XX(EINVAL, -1001, "invalid argument")                                        \
+  XX(ENOMEM, -1002, "out of memory")                                           \
+  XX(ETIMEDOUT, -1003, "deadline passed before the lock was acquired")         \
+  XX(EBUSY, -1004, "lock is held by someone else, or object is in use")        \
+  XX(ECANCELED, -1005, "acquire was cancelled")                                \
+  XX(ENOTOWNER, -1006, "calling thread does not hold this lock")               \
+  XX(ELOST, -1007, "lock was lost (session expired or lock node deleted)")     \
+  XX(ECLOSED, -1008, "client is being destroyed")                              \
+  XX(ECONNECT, -1009, "could not connect to the ZooKeeper ensemble in time")   \
+  XX(ESYSTEM, -1010, "system call failed")                                     \
+  XX(EPROTO, -1011, "unexpected answer from ZooKeeper")                        \
+  XX(EOVERFLOW, -1012, "hold count would overflow")                            \
+  XX(ENOTHELD, -1013, "nobody holds the lock")
+
+typedef enum zkl_error {
+  ZKL_OK = 0,
+#define ZKL__ERR_ENUM(name, code, text) ZKL_##name = (code),
+  ZKL_ERRNO_MAP(ZKL__ERR_ENUM)
+#undef ZKL__ERR_ENUM
+} zkl_error_t;
+
+/*
+ * Static English text for any code returned by zklock, including ZooKeeper's
+ * codes. Never NULL; an unknown code gives "unknown error". Thread-safe.
+ */
+ZKL_EXTERN const char *zkl_strerror(int rc);
+
+/*
+ * The symbolic name of a code: "ZKL_ETIMEDOUT", "ZCONNECTIONLOSS", "ZKL_OK".
+ * Never NULL; an unknown code gives "ZKL_UNKNOWN". Thread-safe.
+ */
+ZKL_EXTERN const char *zkl_err_name(int rc);
+
+/* ------------------------------------------------------------------------ */
+/* Version, time, logging                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* The library's version string at run time, e.g. "0.1.0". Static. */
+ZKL_EXTERN const char *zkl_version(void);
+
+/* Milliseconds of CLOCK_MONOTONIC: the clock of every deadline. */
+ZKL_EXTERN int64_t zkl_now_ms(void);
+
+typedef enum zkl_log_level {
+  ZKL_LOG_ERROR = 1,
+  ZKL_LOG_WARN = 2,
+  ZKL_LOG_INFO = 3,
+  ZKL_LOG_DEBUG = 4
+} zkl_log_level_t;
+
+/*
+ * Log hook. msg is valid only during the call. Called on the client's event
+ * thread or on the thread that made the call being logged, with no internal
+ * lock held. The library never writes to stdout or stderr by itself.
+ */
+typedef void (*zkl_log_fn)(void *ctx, int level, const char *msg);
+
+/* ------------------------------------------------------------------------ */
+/* Client (one ZooKeeper session)                                            */
+/* ------------------------------------------------------------------------ */
+
+typedef struct zkl_client zkl_client_t;
+
+typedef struct zkl_client_options {
+  /* Requested session timeout; the ensemble may clamp it. 0 = 10000. */
+  int session_timeout_ms;
+  /* How long zkl_client_create() waits for the first session. 0 = the
+   * session timeout. Negative = do not wait (connect in the background). */
+  int connect_timeout_ms;
+  /* Log hook and its context; NULL = silent. Messages above log_level are
+   * not formatted. 0 = ZKL_LOG_WARN. */
+  zkl_log_fn log_fn;
+  void *log_ctx;
+  int log_level;
+} zkl_client_options_t;
+
+/* Connection state of a client, as zkl_client_state() reports it. */
+typedef enum zkl_client_state {
+  ZKL_CLIENT_CONNECTING = 0, /* no session yet, or looking for a server */
+  ZKL_CLIENT_CONNECTED = 1,  /* session valid, connected */
+  ZKL_CLIENT_EXPIRED = 2,    /* session expired; a new one is being made */
+  ZKL_CLIENT_CLOSED = 3      /* being destroyed */
+} zkl_client_state_t;
+
+/*
+ * Create a client for the comma-separated host:port list `hosts` and start
+ * its session. `opts` may be NULL for defaults; it is copied.
+ *
+ * Waits up to opts->connect_timeout_ms for the session; if none is
+ * established in time, returns ZKL_ECONNECT and creates nothing.
+ * On success *out receives the client; the caller owns it and frees it with
+ * zkl_client_destroy().
+ *
+ * Returns ZKL_OK, ZKL_EINVAL (NULL out or hosts, empty hosts, bad option),
+ * ZKL_ENOMEM, ZKL_ESYSTEM (thread or ZooKeeper handle creation failed; see
+ * errno), ZKL_ECONNECT. Thread-safe.
+ */
+ZKL_EXTERN int zkl_client_create(zkl_client_t **out, const char *hosts,
+                                 const zkl_client_options_t *opts);
+
+/*
+ * Close the session and free the client. Every zkl_mutex_t created on it
+ * must have been destroyed first; otherwise returns ZKL_EBUSY and does
+ * nothing. NULL is a no-op returning ZKL_OK. A pointer that is not a live
+ * client (for instance one already destroyed) returns ZKL_EINVAL.
+ * Must not be called from one of this client's callbacks (ZKL_EBUSY).
+ */
+ZKL_EXTERN int zkl_client_destroy(zkl_client_t *client);
+
+/* The client's current zkl_client_state_t. Thread-safe, never blocks. */
+ZKL_EXTERN int zkl_client_state(const zkl_client_t *client);
+
+/* Current ZooKeeper session id, 0 when none. Thread-safe. */
+ZKL_EXTERN int64_t zkl_client_session_id(const zkl_client_t *client);
+
+/* Session timeout negotiated with the ensemble (ms), 0 when unknown. */
+ZKL_EXTERN int zkl_client_session_timeout(const zkl_client_t *client);
+
+/*
+ * Number of ZooKeeper requests this client has sent since it was created
+ * (every create, read, delete and watch registration; not pings). Lets a
+ * caller verify that reentrant calls cost no request. Thread-safe.
+ */
+ZKL_EXTERN uint64_t zkl_client_request_count(const zkl_client_t *client);
+
+/*
+ * Wait until the client is connected, or until deadline_ms (zkl_now_ms()
+ * clock; negative = no deadline). Returns ZKL_OK, ZKL_ETIMEDOUT, ZKL_EINVAL.
+ */
+ZKL_EXTERN int zkl_client_wait_connected(zkl_client_t *client,
+                                         int64_t deadline_ms);
+
+/* ------------------------------------------------------------------------ */
+/* Mutex                                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef struct zkl_mutex zkl_mutex_t;
+
+/* Longest lock name in bytes (a name is one path component). */
+#define ZKL_NAME_MAX 200
+/* Longest root path in bytes. */
+#define ZKL_ROOT_MAX 512
+/* Longest caller data stored in a lock node, in bytes. */
+#define ZKL_DATA_MAX 512
+
+/* State of one acquisition (one thread's hold of one lock). */
+typedef enum zkl_lock_state {
+  ZKL_STATE_NONE = 0,    /* the calling thread holds nothing */
+  ZKL_STATE_HELD = 1,    /* held, connected */
+  ZKL_STATE_AT_RISK = 2, /* held, but disconnected: the session may expire */
+  ZKL_STATE_LOST = 3     /* session expired or our lock node was deleted */
+} zkl_lock_state_t;
+
+/* Static name of a zkl_lock_state_t ("HELD", ...). Never NULL. */
+ZKL_EXTERN const char *zkl_lock_state_name(int state);
+
+/*
+ * State change of one acquisition, reported on the client's event thread:
+ * HELD when acquired, AT_RISK on disconnect, HELD again on reconnect, LOST
+ * when the hold is gone, NONE after the final unlock. `token` is the
+ * acquisition's fencing token. Called without any internal lock held.
+ */
+typedef void (*zkl_state_fn)(zkl_mutex_t *mutex, int state, uint64_t token,
+                             void *ctx);
+
+/* Flags of zkl_mutex_options_t. */
+enum {
+  /* Do not watch our own lock node while holding. Saves one read request
+   * per acquisition; an administrator's delete of the node is then noticed
+   * only at reconnection or unlock, not at once. */
+  ZKL_MUTEX_NO_NODE_WATCH = 1 << 0
+};
+
+typedef struct zkl_mutex_options {
+  const char *root;        /* parent of the lock; NULL = "/locks" */
+  const void *data;        /* caller data stored in our lock node */
+  size_t data_len;         /* <= ZKL_DATA_MAX */
+  zkl_state_fn state_fn;   /* NULL = no callback */
+  void *state_ctx;
+  unsigned flags;          /* ZKL_MUTEX_* */
+} zkl_mutex_options_t;
+
+/*
+ * Create a mutex object for lock `name` under opts->root on `client`.
+ * Talks to nobody: parents are created on first use, as container nodes.
+ *
+ * `name` must be 1..ZKL_NAME_MAX bytes, contain no '/', no control
+ * character, and not be "." or "..". opts->root must be an absolute path
+ * without a trailing '/', empty components, "." or ".." components, at most
+ * ZKL_ROOT_MAX bytes.
+ *
+ * Returns ZKL_OK (*out set; free with zkl_mutex_destroy()), ZKL_EINVAL,
+ * ZKL_ENOMEM, ZKL_ECLOSED. Thread-safe.
+ */
+ZKL_EXTERN int zkl_mutex_create(zkl_mutex_t **out, zkl_client_t *client,
+                                const char *name,
+                                const zkl_mutex_options_t *opts);
+
+/*
+ * Free a mutex object. If the calling thread holds it (at any depth), the
+ * hold is released first. If another thread holds it or is acquiring it,
+ * returns ZKL_EBUSY and destroys nothing. NULL is a no-op (ZKL_OK). A
+ * pointer that is not a live mutex (e.g. destroyed twice) gives ZKL_EINVAL.
+ * Returns ZKL_OK otherwise (also when the release itself could not reach
+ * ZooKeeper: the node is then deleted in the background, or goes with the
+ * session).
+ */
+ZKL_EXTERN int zkl_mutex_destroy(zkl_mutex_t *mutex);
+
+/*
+ * Acquire, blocking until held, cancelled, or the client is destroyed.
+ * A thread that already holds the mutex only increments its hold count and
+ * sends no request.
+ *
+ * Returns ZKL_OK; ZKL_ECANCELED (zkl_mutex_cancel()); ZKL_ELOST (the
+ * calling thread's existing hold was lost: unlock it first); ZKL_EOVERFLOW;
+ * ZKL_ECLOSED; ZKL_EINVAL; a ZooKeeper code for errors that retrying cannot
+ * fix (e.g. ZNOAUTH). Connection loss and session expiry while waiting are
+ * retried. On any error, no node of ours is left in the queue.
+ */
+ZKL_EXTERN int zkl_mutex_lock(zkl_mutex_t *mutex);
+
+/*
+ * Acquire only if it can be done without waiting for another holder.
+ * Returns ZKL_EBUSY when someone else holds or waits ahead of us (our node
+ * is deleted before returning), plus the codes of zkl_mutex_lock().
+ */
+ZKL_EXTERN int zkl_mutex_trylock(zkl_mutex_t *mutex);
+
+/*
+ * Acquire, giving up at deadline_ms (absolute, zkl_now_ms() clock) with
+ * ZKL_ETIMEDOUT; our node is removed before returning. A request already
+ * sent is waited for, so the call may return later than the deadline by at
+ * most one ZooKeeper round trip (bounded by the session's receive timeout).
+ */
+ZKL_EXTERN int zkl_mutex_timedlock(zkl_mutex_t *mutex, int64_t deadline_ms);
+
+/*
+ * Release one level of the calling thread's hold; the last level deletes
+ * our node (retried in the background if the connection is down).
+ * Returns ZKL_OK; ZKL_ENOTOWNER if the calling thread holds nothing (nothing
+ * is deleted); ZKL_ELOST if the hold had been lost (the hold is cleared all
+ * the same, whatever its depth); ZKL_EINVAL.
+ */
+ZKL_EXTERN int zkl_mutex_unlock(zkl_mutex_t *mutex);
+
+/*
+ * Wake every thread blocked in zkl_mutex_lock()/zkl_mutex_timedlock() on this
+ * object; they return ZKL_ECANCELED after removing their node. Holds are
+ * not affected; acquires started later are not affected. Thread-safe and
+ * callable from a state callback.
+ */
+ZKL_EXTERN int zkl_mutex_cancel(zkl_mutex_t *mutex);
+
+/* State of the calling thread's hold (zkl_lock_state_t). Never blocks. */
+ZKL_EXTERN int zkl_mutex_state(const zkl_mutex_t *mutex);
+
+/* Hold depth of the calling thread (0 when it holds nothing). */
+ZKL_EXTERN unsigned zkl_mutex_depth(const zkl_mutex_t *mutex);
+
+/*
+ * Fencing token of the calling thread's hold: the czxid of our lock node.
+ * Successive holders of one lock get strictly increasing tokens, even if the
+ * lock's parent node was deleted and recreated in between. A resource that
+ * remembers the highest token it accepted and rejects lower ones is safe
+ * against a holder that wakes after losing its lock.
+ * Returns ZKL_OK, ZKL_ENOTOWNER (the thread holds nothing), ZKL_EINVAL.
+ * Also answers for a LOST hold (the token it had).
+ */
+ZKL_EXTERN int zkl_mutex_token(const zkl_mutex_t *mutex, uint64_t *token);
+
+/*
+ * Full path of the calling thread's lock node, copied into buf (size
+ * bytes, NUL-terminated). ZKL_EINVAL if it does not fit (nothing is
+ * truncated), ZKL_ENOTOWNER if the thread holds nothing.
+ */
+ZKL_EXTERN int zkl_mutex_node_path(const zkl_mutex_t *mutex, char *buf,
+                                   size_t size);
+
+/* One contender of a lock's queue, as zkl_mutex_queue() returns it. */
+typedef struct zkl_contender {
+  char *node;           /* child node name, e.g. "<guid>-lock-0000000007" */
+  int32_t seq;          /* sequence number */
+  int64_t czxid;        /* the contender's fencing token */
+  int64_t ctime_ms;     /* creation time (server clock, ms since epoch) */
+  int64_t owner;        /* ephemeral owner session id */
+  char *host;           /* holder identity from node data; NULL if absent */
+  long pid;             /* 0 if absent */
+  unsigned long thread; /* 0 if absent */
+  void *data;           /* caller data (NUL-terminated copy), NULL if none */
+  size_t data_len;
+} zkl_contender_t;
+
+/*
+ * List the queue of lock `name` under `root` (NULL = "/locks") in order:
+ * the holder first, then the waiters. *out receives an array of *count
+ * entries (NULL and 0 when the queue is empty or the lock never existed);
+ * free it with zkl_contenders_free(). Nodes that vanish while being read
+ * are left out. Returns ZKL_OK, ZKL_EINVAL, ZKL_ENOMEM, a ZooKeeper code.
+ */
+ZKL_EXTERN int zkl_mutex_queue(zkl_client_t *client, const char *root,
+                               const char *name, zkl_contender_t **out,
+                               size_t *count);
+
+/* Free what zkl_mutex_queue() returned. NULL is a no-op. */
+ZKL_EXTERN void zkl_contenders_free(zkl_contender_t *list, size_t count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZKLOCK_H */

@@ -1,0 +1,742 @@
+/* client.c: the ZooKeeper session, its state, and the client's event thread.
+ *
+ * Threads that touch a client:
+ *  - user threads, which send requests and wait on condition variables;
+ *  - ZooKeeper's completion thread, which runs our watchers and completions:
+ *    they only update state under c->mu and signal, never block or call the
+ *    user;
+ *  - the client's event thread, which runs user callbacks (with no lock
+ *    held), replaces an expired session, closes dead ZooKeeper handles,
+ *    retries deletes that could not reach the server, and declares holds
+ *    LOST when the connection has been down too long. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define MAGIC_CLIENT 0x7a6b6c63u
+
+/* A state change waiting for delivery to a queue's recipe. */
+struct zkl__event {
+  zkl__queue_t *q;
+  int state;
+  uint64_t token;
+  struct zkl__event *next;
+};
+
+/* A node to delete once connected: by path, or (when a create's reply was
+ * lost) by the guid in its name. Dropped when its session ends, which
+ * removes the node anyway. */
+struct zkl__pdel {
+  zkl_client_t *c;
+  zkl__session_t *s;
+  char *path;
+  char *dir;
+  char guid[ZKL__GUID_LEN + 1];
+  int inflight;
+  int done;
+  struct zkl__pdel *next;
+};
+
+/* ---- logging ------------------------------------------------------------- */
+
+void zkl__log(zkl_client_t *c, int level, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  if (!c->log_fn || level > c->log_level)
+    return;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  c->log_fn(c->log_ctx, level, msg);
+}
+
+/* ZooKeeper's own log lines have no context pointer to route them to a
+ * client's hook, and the library must not write to stderr: drop them. */
+static void zk_log_sink(const char *msg) { (void)msg; }
+
+/* ---- sessions ------------------------------------------------------------ */
+
+zkl__session_t *zkl__session_get(zkl_client_t *c) {
+  c->sess->refs++;
+  return c->sess;
+}
+
+void zkl__session_put(zkl_client_t *c, zkl__session_t *s) {
+  if (s && --s->refs == 0) {
+    s->next_dead = c->dead;
+    c->dead = s;
+    pthread_cond_broadcast(&c->cv);
+  }
+}
+
+int zkl__on_event_thread(zkl_client_t *c) {
+  return c->ev_running && pthread_equal(pthread_self(), c->ev_thread);
+}
+
+/* Under c->mu: wait until requests on the current session can succeed: the
+ * client is connected, and either a new connection was made since `epoch`
+ * (the one a request failed on) or the session `old` was replaced. */
+int zkl__wait_usable(zkl_client_t *c, zkl__session_t *old, uint64_t epoch,
+                     int64_t deadline_ms) {
+  struct timespec ts;
+  zkl__deadline_ts(deadline_ms, &ts);
+  while (!(c->state == ZKL_CLIENT_CONNECTED &&
+           (c->conn_epoch != epoch || c->sess != old))) {
+    if (c->stopping)
+      return ZKL_ECLOSED;
+    if (deadline_ms < 0)
+      pthread_cond_wait(&c->cv, &c->mu);
+    else if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) == ETIMEDOUT &&
+             zkl_now_ms() >= deadline_ms)
+      return ZKL_ETIMEDOUT;
+  }
+  return ZKL_OK;
+}
+
+/* ---- acquisitions and their state ---------------------------------------- */
+
+void zkl__acq_link(zkl_client_t *c, zkl__acq_t *a) {
+  a->id = ++c->next_id;
+  a->prev = NULL;
+  a->next = c->acqs;
+  if (c->acqs)
+    c->acqs->prev = a;
+  c->acqs = a;
+}
+
+void zkl__acq_unlink(zkl_client_t *c, zkl__acq_t *a) {
+  if (a->prev)
+    a->prev->next = a->next;
+  else if (c->acqs == a)
+    c->acqs = a->next;
+  if (a->next)
+    a->next->prev = a->prev;
+  a->prev = a->next = NULL;
+}
+
+static zkl__acq_t *acq_by_id(zkl_client_t *c, uint64_t id) {
+  zkl__acq_t *a;
+  for (a = c->acqs; a; a = a->next)
+    if (a->id == id)
+      return a;
+  return NULL;
+}
+
+/* Under c->mu: queue a state change for the recipe's callback. */
+void zkl__post_state(zkl_client_t *c, zkl__acq_t *a, int state) {
+  struct zkl__event *ev;
+  if (!a->q->notify)
+    return;
+  ev = calloc(1, sizeof *ev);
+  if (!ev)
+    return; /* the query still answers; only the notification is lost */
+  ev->q = a->q;
+  ev->state = state;
+  ev->token = (uint64_t)a->czxid;
+  a->q->cb_refs++;
+  if (c->evq_tail)
+    c->evq_tail->next = ev;
+  else
+    c->evq_head = ev;
+  c->evq_tail = ev;
+  pthread_cond_broadcast(&c->cv);
+}
+
+void zkl__set_state(zkl_client_t *c, zkl__acq_t *a, int state) {
+  if (atomic_load_explicit(&a->state, memory_order_relaxed) == state)
+    return;
+  atomic_store_explicit(&a->state, state, memory_order_release);
+  zkl__post_state(c, a, state);
+}
+
+static int is_hold(const zkl__acq_t *a) {
+  int st = atomic_load_explicit(&a->state, memory_order_relaxed);
+  return st == ZKL_STATE_HELD || st == ZKL_STATE_AT_RISK;
+}
+
+/* Under c->mu: the hold is gone for good. Its session reference is dropped
+ * at once so that an expired handle can be closed. */
+static void lose(zkl_client_t *c, zkl__acq_t *a) {
+  zkl__set_state(c, a, ZKL_STATE_LOST);
+  zkl__session_put(c, a->sess);
+  a->sess = NULL;
+}
+
+/* Discard queued events of q (it is being destroyed); under c->mu. */
+static void purge_events(zkl_client_t *c, zkl__queue_t *q) {
+  struct zkl__event **pp = &c->evq_head, *ev;
+  c->evq_tail = NULL;
+  while ((ev = *pp)) {
+    if (ev->q == q) {
+      *pp = ev->next;
+      q->cb_refs--;
+      free(ev);
+    } else {
+      c->evq_tail = ev;
+      pp = &ev->next;
+    }
+  }
+}
+
+static __thread int delivered_freed;
+
+/* Under c->mu: make sure no callback of q runs now or later, so q can be
+ * freed. On the event thread (destroy from q's own callback) the running
+ * callback is told not to touch q again. */
+void zkl__wait_cb_refs(zkl_client_t *c, zkl__queue_t *q) {
+  purge_events(c, q);
+  if (zkl__on_event_thread(c)) {
+    if (q->cb_refs > 0)
+      delivered_freed = 1;
+    return;
+  }
+  while (q->cb_refs > 0)
+    pthread_cond_wait(&c->cv, &c->mu);
+}
+
+/* ---- deferred deletes ---------------------------------------------------- */
+
+static void defer(zkl_client_t *c, zkl__session_t *s, const char *path,
+                  const char *dir, const char *guid) {
+  struct zkl__pdel *p = calloc(1, sizeof *p);
+  if (!p)
+    return; /* the node still goes when the session ends */
+  p->c = c;
+  p->s = s;
+  s->refs++;
+  p->path = path ? zkl__strdup(path) : NULL;
+  p->dir = dir ? zkl__strdup(dir) : NULL;
+  if (guid)
+    memcpy(p->guid, guid, sizeof p->guid);
+  p->next = c->pdel;
+  c->pdel = p;
+  pthread_cond_broadcast(&c->cv);
+}
+
+void zkl__defer_delete(zkl_client_t *c, zkl__session_t *s, const char *path) {
+  defer(c, s, path, NULL, NULL);
+}
+
+void zkl__defer_find_delete(zkl_client_t *c, zkl__session_t *s,
+                            const char *dir, const char *guid) {
+  defer(c, s, NULL, dir, guid);
+}
+
+static void on_pdel_deleted(int rc, const void *data) {
+  struct zkl__pdel *p = (struct zkl__pdel *)data;
+  zkl_client_t *c = p->c;
+  pthread_mutex_lock(&c->mu);
+  p->inflight = 0;
+  if (!zkl__is_conn_error(rc))
+    p->done = 1; /* deleted, already gone, or the session is over */
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+}
+
+static void on_pdel_listed(int rc, const struct String_vector *v,
+                           const void *data) {
+  struct zkl__pdel *p = (struct zkl__pdel *)data;
+  zkl_client_t *c = p->c;
+  int i;
+  pthread_mutex_lock(&c->mu);
+  p->inflight = 0;
+  if (rc == ZOK) {
+    p->done = 1; /* unless our guid is there: then delete that node */
+    for (i = 0; v && i < v->count; i++)
+      if (strstr(v->data[i], p->guid)) {
+        char *slash = zkl__join(p->dir, "/");
+        p->path = slash ? zkl__join(slash, v->data[i]) : NULL;
+        free(slash);
+        p->done = p->path == NULL;
+        break;
+      }
+  } else if (!zkl__is_conn_error(rc)) {
+    p->done = 1;
+  }
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* Event thread, under c->mu: send what is due, free what is finished. */
+static void pdel_run(zkl_client_t *c) {
+  struct zkl__pdel **pp = &c->pdel, *p;
+  while ((p = *pp)) {
+    if (!p->inflight && (p->done || p->s->expired)) {
+      *pp = p->next;
+      zkl__session_put(c, p->s);
+      free(p->path);
+      free(p->dir);
+      free(p);
+      continue;
+    }
+    if (!p->inflight && c->state == ZKL_CLIENT_CONNECTED && p->s == c->sess) {
+      int rc;
+      p->inflight = 1;
+      atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
+      if (p->path)
+        rc = zoo_adelete(p->s->zh, p->path, -1, on_pdel_deleted, p);
+      else
+        rc = zoo_aget_children(p->s->zh, p->dir, 0, on_pdel_listed, p);
+      if (rc != ZOK) {
+        p->inflight = 0;
+        p->done = !zkl__is_conn_error(rc);
+      }
+    }
+    pp = &p->next;
+  }
+}
+
+/* ---- watchers ------------------------------------------------------------ */
+
+struct verify {
+  zkl_client_t *c;
+  uint64_t id;
+};
+
+/* Reconnected on the same session: confirm each hold's node still exists
+ * (re-arming its watch) before calling it HELD again. */
+static void on_verified(int rc, const char *value, int len,
+                        const struct Stat *stat, const void *data) {
+  struct verify *v = (struct verify *)data;
+  zkl_client_t *c = v->c;
+  zkl__acq_t *a;
+  (void)value, (void)len, (void)stat;
+  pthread_mutex_lock(&c->mu);
+  a = acq_by_id(c, v->id);
+  if (a && is_hold(a)) {
+    if (rc == ZOK && c->state == ZKL_CLIENT_CONNECTED)
+      zkl__set_state(c, a, ZKL_STATE_HELD);
+    else if (rc == ZNONODE)
+      lose(c, a);
+  }
+  pthread_mutex_unlock(&c->mu);
+  free(v);
+}
+
+static void verify_holds(zkl_client_t *c, zkl__session_t *s) {
+  zkl__acq_t *a;
+  for (a = c->acqs; a; a = a->next) {
+    struct verify *v;
+    if (a->sess != s || !is_hold(a) || !a->path)
+      continue;
+    v = malloc(sizeof *v);
+    if (!v)
+      continue;
+    v->c = c;
+    v->id = a->id;
+    atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
+    if (zoo_awget(s->zh, a->path,
+                  (a->q->flags & ZKL_MUTEX_NO_NODE_WATCH) ? NULL
+                                                          : zkl__path_watcher,
+                  c, on_verified, v) != ZOK)
+      free(v);
+  }
+}
+
+static void on_connected(zkl_client_t *c, zkl__session_t *s) {
+  if (c->state == ZKL_CLIENT_CONNECTED)
+    return;
+  c->state = ZKL_CLIENT_CONNECTED;
+  c->conn_epoch++;
+  c->disconnected_at = 0;
+  c->timeout_neg = zoo_recv_timeout(s->zh);
+  atomic_store(&c->session_id, s->id);
+  verify_holds(c, s);
+}
+
+static void on_disconnected(zkl_client_t *c, zkl__session_t *s) {
+  zkl__acq_t *a;
+  if (c->state != ZKL_CLIENT_CONNECTED)
+    return;
+  c->state = ZKL_CLIENT_CONNECTING;
+  c->disconnected_at = zkl_now_ms();
+  for (a = c->acqs; a; a = a->next)
+    if (a->sess == s &&
+        atomic_load_explicit(&a->state, memory_order_relaxed) ==
+            ZKL_STATE_HELD)
+      zkl__set_state(c, a, ZKL_STATE_AT_RISK);
+}
+
+static void on_expired(zkl_client_t *c, zkl__session_t *s) {
+  zkl__acq_t *a;
+  c->state = ZKL_CLIENT_EXPIRED;
+  c->disconnected_at = 0;
+  atomic_store(&c->session_id, 0);
+  for (a = c->acqs; a; a = a->next) {
+    if (a->sess != s)
+      continue;
+    if (is_hold(a))
+      lose(c, a);
+    else {
+      a->session_lost = 1;
+      pthread_cond_broadcast(&a->cv);
+    }
+  }
+  c->need_session = 1;
+}
+
+/* Applies a session's ZooKeeper state to the client; under c->mu. */
+static void apply_state(zkl_client_t *c, zkl__session_t *s, int zstate) {
+  if (zstate == ZOO_CONNECTED_STATE)
+    on_connected(c, s);
+  else if (zstate == ZOO_EXPIRED_SESSION_STATE ||
+           zstate == ZOO_AUTH_FAILED_STATE)
+    on_expired(c, s);
+  else
+    on_disconnected(c, s);
+  atomic_store(&c->pub_state, c->state);
+  pthread_cond_broadcast(&c->cv);
+}
+
+/* Session events of one handle; its context is the session, so an event
+ * that arrives before the session is installed as current is still kept
+ * (in s->zstate) and applied when it is. */
+static void session_watcher(zhandle_t *zh, int type, int state,
+                            const char *path, void *ctx) {
+  zkl__session_t *s = ctx;
+  zkl_client_t *c = s->c;
+  (void)path;
+  if (type != ZOO_SESSION_EVENT)
+    return;
+  pthread_mutex_lock(&c->mu);
+  s->zstate = state;
+  if (state == ZOO_CONNECTED_STATE) {
+    const clientid_t *id = zoo_client_id(zh);
+    s->id = id ? id->client_id : 0;
+  }
+  if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
+    s->expired = 1;
+  if (s == c->sess)
+    apply_state(c, s, state);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* Node events for every path we watch. The C client also hands session
+ * events to each path watcher: those are ignored here (session_watcher has
+ * them), and so is any event on a path nobody waits on any more. */
+void zkl__path_watcher(zhandle_t *zh, int type, int state, const char *path,
+                       void *ctx) {
+  zkl_client_t *c = ctx;
+  zkl__acq_t *a;
+  (void)state;
+  if (type == ZOO_SESSION_EVENT || !path)
+    return;
+  pthread_mutex_lock(&c->mu);
+  for (a = c->acqs; a; a = a->next) {
+    if (!a->sess || a->sess->zh != zh)
+      continue;
+    if (a->watch_path && strcmp(a->watch_path, path) == 0) {
+      a->woke = 1;
+      if (type == ZOO_DELETED_EVENT)
+        a->pred_gone = 1;
+      pthread_cond_broadcast(&a->cv);
+    }
+    if (type == ZOO_DELETED_EVENT && a->path && is_hold(a) &&
+        strcmp(a->path, path) == 0)
+      lose(c, a);
+  }
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* ---- the event thread ----------------------------------------------------- */
+
+/* Makes a new ZooKeeper handle and installs it as current. Called without
+ * c->mu. Returns 0, or -1 when the handle could not be made (retried). */
+static int new_session(zkl_client_t *c) {
+  zkl__session_t *s = calloc(1, sizeof *s), *old;
+  if (!s)
+    return -1;
+  s->c = c;
+  s->refs = 1;
+  s->zstate = ZOO_CONNECTING_STATE;
+  s->zh = zookeeper_init2(c->hosts, session_watcher, c->timeout_req, NULL, s,
+                          0, zk_log_sink);
+  if (!s->zh) {
+    free(s);
+    return -1;
+  }
+  pthread_mutex_lock(&c->mu);
+  old = c->sess;
+  c->sess = s;
+  c->state = ZKL_CLIENT_CONNECTING;
+  apply_state(c, s, s->zstate);
+  zkl__session_put(c, old);
+  pthread_mutex_unlock(&c->mu);
+  return 0;
+}
+
+/* When holds still AT_RISK must be called LOST: the server may expire the
+ * session once it has heard nothing for the session timeout. The client
+ * notices silence after 2/3 of it, so a third after the disconnect is the
+ * latest safe moment. 0 = no such deadline. */
+static int64_t lost_deadline(const zkl_client_t *c) {
+  int t = c->timeout_neg > 0 ? c->timeout_neg : c->timeout_req;
+  if (c->state != ZKL_CLIENT_CONNECTING || c->disconnected_at == 0)
+    return 0;
+  return c->disconnected_at + t / 3;
+}
+
+static void expire_at_risk(zkl_client_t *c) {
+  zkl__acq_t *a;
+  for (a = c->acqs; a; a = a->next)
+    if (a->sess == c->sess &&
+        atomic_load_explicit(&a->state, memory_order_relaxed) ==
+            ZKL_STATE_AT_RISK) {
+      /* If the session survives after all, the node must not block the
+       * queue: delete it once connected. */
+      if (a->path)
+        zkl__defer_delete(c, a->sess, a->path);
+      lose(c, a);
+    }
+  c->disconnected_at = 0;
+}
+
+static void deliver_one(zkl_client_t *c) {
+  struct zkl__event *ev = c->evq_head;
+  c->evq_head = ev->next;
+  if (!c->evq_head)
+    c->evq_tail = NULL;
+  delivered_freed = 0;
+  pthread_mutex_unlock(&c->mu);
+  ev->q->notify(ev->q, ev->state, ev->token);
+  pthread_mutex_lock(&c->mu);
+  if (!delivered_freed)
+    ev->q->cb_refs--;
+  free(ev);
+  pthread_cond_broadcast(&c->cv);
+}
+
+static void close_dead(zkl_client_t *c) {
+  zkl__session_t *s = c->dead;
+  c->dead = s->next_dead;
+  pthread_mutex_unlock(&c->mu);
+  zookeeper_close(s->zh); /* flushes its completions with ZCLOSING */
+  pthread_mutex_lock(&c->mu);
+  free(s);
+}
+
+static void *event_main(void *arg) {
+  zkl_client_t *c = arg;
+  pthread_mutex_lock(&c->mu);
+  for (;;) {
+    int64_t due = lost_deadline(c), wake = -1;
+    if (c->need_session && !c->stopping) {
+      c->need_session = 0;
+      pthread_mutex_unlock(&c->mu);
+      if (new_session(c) != 0) {
+        zkl__log(c, ZKL_LOG_ERROR, "cannot create a ZooKeeper handle: %s",
+                 strerror(errno));
+        pthread_mutex_lock(&c->mu);
+        c->need_session = 1;
+        wake = zkl_now_ms() + 1000;
+      } else {
+        pthread_mutex_lock(&c->mu);
+        zkl__log(c, ZKL_LOG_INFO, "new session requested");
+      }
+      continue;
+    }
+    if (c->dead) {
+      close_dead(c);
+      continue;
+    }
+    if (c->evq_head) {
+      deliver_one(c);
+      continue;
+    }
+    if (due && zkl_now_ms() >= due) {
+      expire_at_risk(c);
+      continue;
+    }
+    pdel_run(c);
+    if (c->stopping)
+      break;
+    if (due)
+      wake = due;
+    if (c->pdel)
+      wake = wake < 0 ? zkl_now_ms() + 1000 : wake;
+    if (wake < 0)
+      pthread_cond_wait(&c->cv, &c->mu);
+    else {
+      struct timespec ts;
+      zkl__deadline_ts(wake, &ts);
+      pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+    }
+  }
+  pthread_mutex_unlock(&c->mu);
+  return NULL;
+}
+
+/* ---- public API ---------------------------------------------------------- */
+
+static int client_init(zkl_client_t *c, const char *hosts,
+                       const zkl_client_options_t *o) {
+  if (pthread_mutex_init(&c->mu, NULL) != 0)
+    return ZKL_ESYSTEM;
+  if (zkl__cond_init(&c->cv) != ZKL_OK) {
+    pthread_mutex_destroy(&c->mu);
+    return ZKL_ESYSTEM;
+  }
+  c->hosts = zkl__strdup(hosts);
+  c->timeout_req = o && o->session_timeout_ms > 0 ? o->session_timeout_ms
+                                                  : 10000;
+  c->log_fn = o ? o->log_fn : NULL;
+  c->log_ctx = o ? o->log_ctx : NULL;
+  c->log_level = o && o->log_level > 0 ? o->log_level : ZKL_LOG_WARN;
+  return c->hosts ? ZKL_OK : ZKL_ENOMEM;
+}
+
+static void client_free(zkl_client_t *c) {
+  while (c->pdel) {
+    struct zkl__pdel *p = c->pdel;
+    c->pdel = p->next;
+    free(p->path);
+    free(p->dir);
+    free(p);
+  }
+  free(c->hosts);
+  pthread_cond_destroy(&c->cv);
+  pthread_mutex_destroy(&c->mu);
+  free(c);
+}
+
+/* Close every handle the client still has, then free it. No other thread
+ * uses the client any more. */
+static void client_teardown(zkl_client_t *c) {
+  zkl__session_t *s;
+  pthread_mutex_lock(&c->mu);
+  c->stopping = 1;
+  c->state = ZKL_CLIENT_CLOSED;
+  atomic_store(&c->pub_state, ZKL_CLIENT_CLOSED);
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  if (c->ev_running)
+    pthread_join(c->ev_thread, NULL);
+  c->ev_running = 0;
+  pthread_mutex_lock(&c->mu);
+  s = c->sess;
+  c->sess = NULL;
+  if (s) {
+    s->refs = 1; /* pending deletes are moot: closing ends the session */
+    zkl__session_put(c, s);
+  }
+  while (c->dead)
+    close_dead(c);
+  while (c->evq_head) {
+    struct zkl__event *ev = c->evq_head;
+    c->evq_head = ev->next;
+    free(ev);
+  }
+  pthread_mutex_unlock(&c->mu);
+  client_free(c);
+}
+
+int zkl_client_create(zkl_client_t **out, const char *hosts,
+                      const zkl_client_options_t *opts) {
+  zkl_client_t *c;
+  int rc, wait_ms;
+  if (!out || !hosts || !hosts[0])
+    return ZKL_EINVAL;
+  *out = NULL;
+  if (opts && (opts->session_timeout_ms < 0 || opts->log_level < 0 ||
+               opts->log_level > ZKL_LOG_DEBUG))
+    return ZKL_EINVAL;
+  c = calloc(1, sizeof *c);
+  if (!c)
+    return ZKL_ENOMEM;
+  rc = client_init(c, hosts, opts);
+  if (rc != ZKL_OK) {
+    free(c->hosts);
+    free(c);
+    return rc;
+  }
+  if (new_session(c) != 0) {
+    client_free(c);
+    return errno == EINVAL ? ZKL_EINVAL : ZKL_ESYSTEM;
+  }
+  if (pthread_create(&c->ev_thread, NULL, event_main, c) != 0) {
+    client_teardown(c);
+    return ZKL_ESYSTEM;
+  }
+  c->ev_running = 1;
+  wait_ms = opts && opts->connect_timeout_ms ? opts->connect_timeout_ms
+                                             : c->timeout_req;
+  if (wait_ms > 0) {
+    pthread_mutex_lock(&c->mu);
+    rc = zkl__wait_usable(c, NULL, 0, zkl_now_ms() + wait_ms);
+    pthread_mutex_unlock(&c->mu);
+    if (rc != ZKL_OK) {
+      client_teardown(c);
+      return ZKL_ECONNECT;
+    }
+  }
+  if (zkl__handle_add(c) != ZKL_OK) {
+    client_teardown(c);
+    return ZKL_ENOMEM;
+  }
+  *out = c;
+  return ZKL_OK;
+}
+
+int zkl_client_destroy(zkl_client_t *c) {
+  int busy;
+  if (!c)
+    return ZKL_OK;
+  if (!zkl__handle_live(c))
+    return ZKL_EINVAL;
+  pthread_mutex_lock(&c->mu);
+  busy = c->nqueues > 0 || zkl__on_event_thread(c);
+  pthread_mutex_unlock(&c->mu);
+  if (busy)
+    return ZKL_EBUSY;
+  if (!zkl__handle_remove(c))
+    return ZKL_EINVAL; /* lost a race with another destroy */
+  client_teardown(c);
+  return ZKL_OK;
+}
+
+int zkl_client_state(const zkl_client_t *c) {
+  return c ? atomic_load(&c->pub_state) : ZKL_CLIENT_CLOSED;
+}
+
+int64_t zkl_client_session_id(const zkl_client_t *c) {
+  return c ? atomic_load(&c->session_id) : 0;
+}
+
+int zkl_client_session_timeout(const zkl_client_t *c) {
+  int t;
+  if (!c)
+    return 0;
+  pthread_mutex_lock((pthread_mutex_t *)&c->mu);
+  t = c->timeout_neg;
+  pthread_mutex_unlock((pthread_mutex_t *)&c->mu);
+  return t;
+}
+
+uint64_t zkl_client_request_count(const zkl_client_t *c) {
+  return c ? atomic_load_explicit(&c->requests, memory_order_relaxed) : 0;
+}
+
+int zkl_client_wait_connected(zkl_client_t *c, int64_t deadline_ms) {
+  int rc = ZKL_OK;
+  struct timespec ts;
+  if (!c)
+    return ZKL_EINVAL;
+  zkl__deadline_ts(deadline_ms, &ts);
+  pthread_mutex_lock(&c->mu);
+  while (c->state != ZKL_CLIENT_CONNECTED && rc == ZKL_OK) {
+    if (c->stopping)
+      rc = ZKL_ECLOSED;
+    else if (deadline_ms < 0)
+      pthread_cond_wait(&c->cv, &c->mu);
+    else if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) == ETIMEDOUT)
+      rc = ZKL_ETIMEDOUT;
+  }
+  pthread_mutex_unlock(&c->mu);
+  return rc;
+}

@@ -1,0 +1,164 @@
+/* inspect.c: reading a queue for humans and tools (who holds, who waits). */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct {
+  int32_t seq;
+  char *name;
+} item_t;
+
+static int item_cmp(const void *x, const void *y) {
+  const item_t *a = x, *b = y;
+  if (a->seq == b->seq)
+    return strcmp(a->name, b->name);
+  return zkl__seq_before(a->seq, b->seq) ? -1 : 1;
+}
+
+/* Our node data: "zklock 1\nhost=..\npid=..\nthread=..\n\n<caller data>".
+ * Anything else (another library's node) is kept whole as caller data. */
+static int parse_data(zkl_contender_t *e, const char *d, size_t len) {
+  const char *end = d + len, *p, *body = d;
+  if (len >= 9 && memcmp(d, "zklock 1\n", 9) == 0) {
+    for (p = d + 9; p < end && *p != '\n';) {
+      const char *nl = memchr(p, '\n', (size_t)(end - p));
+      size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+      if (l > 5 && memcmp(p, "host=", 5) == 0) {
+        e->host = malloc(l - 4);
+        if (!e->host)
+          return ZKL_ENOMEM;
+        memcpy(e->host, p + 5, l - 5);
+        e->host[l - 5] = '\0';
+      } else if (l > 4 && memcmp(p, "pid=", 4) == 0)
+        e->pid = strtol(p + 4, NULL, 10);
+      else if (l > 7 && memcmp(p, "thread=", 7) == 0)
+        e->thread = strtoul(p + 7, NULL, 10);
+      p = nl ? nl + 1 : end;
+    }
+    body = p < end ? p + 1 : end;
+  }
+  if (body < end) {
+    e->data_len = (size_t)(end - body);
+    e->data = malloc(e->data_len + 1);
+    if (!e->data)
+      return ZKL_ENOMEM;
+    memcpy(e->data, body, e->data_len);
+    ((char *)e->data)[e->data_len] = '\0';
+  }
+  return ZKL_OK;
+}
+
+void zkl_contenders_free(zkl_contender_t *list, size_t count) {
+  size_t i;
+  if (!list)
+    return;
+  for (i = 0; i < count; i++) {
+    free(list[i].node);
+    free(list[i].host);
+    free(list[i].data);
+  }
+  free(list);
+}
+
+/* Sends one getData per contender back to back, then waits for all. */
+static int read_all(zkl_client_t *c, zkl__session_t *s, const char *dir,
+                    item_t *it, int n, zkl_contender_t *out, size_t *count) {
+  pthread_cond_t cv;
+  zkl__call_t *calls = calloc((size_t)n, sizeof *calls);
+  zkl__call_t **ptrs = calloc((size_t)n, sizeof *ptrs);
+  int i, rc = ZKL_OK;
+  size_t k = 0;
+  if (!calls || !ptrs || zkl__cond_init(&cv) != ZKL_OK) {
+    free(calls), free(ptrs);
+    return calls && ptrs ? ZKL_ESYSTEM : ZKL_ENOMEM;
+  }
+  for (i = 0; i < n; i++) {
+    char *tmp = zkl__join(dir, "/"), *path = tmp ? zkl__join(tmp, it[i].name) : NULL;
+    zkl__call_init(&calls[i], c, &cv);
+    ptrs[i] = &calls[i];
+    if (path)
+      zkl__get(&calls[i], s, path, 0);
+    else
+      calls[i].done = 1, calls[i].rc = ZKL_ENOMEM;
+    free(tmp);
+    free(path);
+  }
+  pthread_mutex_lock(&c->mu);
+  zkl__call_wait(ptrs, n);
+  pthread_mutex_unlock(&c->mu);
+  for (i = 0; i < n; i++) {
+    zkl__call_t *cl = &calls[i];
+    if (rc == ZKL_OK && cl->rc == ZOK) {
+      zkl_contender_t *e = &out[k++];
+      e->node = it[i].name;
+      it[i].name = NULL;
+      e->seq = it[i].seq;
+      e->czxid = cl->stat.czxid;
+      e->ctime_ms = cl->stat.ctime;
+      e->owner = cl->stat.ephemeralOwner;
+      rc = parse_data(e, cl->data, (size_t)cl->data_len);
+    } else if (rc == ZKL_OK && cl->rc != ZNONODE) {
+      rc = cl->rc; /* a node that vanished is simply left out */
+    }
+    zkl__call_free(cl);
+  }
+  *count = k;
+  pthread_cond_destroy(&cv);
+  free(calls), free(ptrs);
+  return rc;
+}
+
+int zkl__queue_list(zkl_client_t *c, const char *dir, const char *marker,
+                    zkl_contender_t **out, size_t *count) {
+  pthread_cond_t cv;
+  zkl__call_t ls, *ptrs[1] = {&ls};
+  zkl__session_t *s;
+  item_t *it = NULL;
+  zkl_contender_t *res = NULL;
+  int i, n = 0, rc;
+  if (zkl__cond_init(&cv) != ZKL_OK)
+    return ZKL_ESYSTEM;
+  pthread_mutex_lock(&c->mu);
+  s = zkl__session_get(c);
+  pthread_mutex_unlock(&c->mu);
+  zkl__call_init(&ls, c, &cv);
+  zkl__children(&ls, s, dir);
+  pthread_mutex_lock(&c->mu);
+  zkl__call_wait(ptrs, 1);
+  pthread_mutex_unlock(&c->mu);
+  rc = ls.rc == ZNONODE ? ZOK : ls.rc;
+  if (rc == ZOK && ls.kids.count > 0) {
+    it = calloc((size_t)ls.kids.count, sizeof *it);
+    res = calloc((size_t)ls.kids.count, sizeof *res);
+    if (!it || !res)
+      rc = ZKL_ENOMEM;
+    for (i = 0; rc == ZOK && i < ls.kids.count; i++)
+      if (zkl__seq_parse(ls.kids.data[i], marker, &it[n].seq)) {
+        it[n].name = ls.kids.data[i];
+        ls.kids.data[i] = NULL; /* moved */
+        n++;
+      }
+    if (rc == ZOK) {
+      qsort(it, (size_t)n, sizeof *it, item_cmp);
+      rc = read_all(c, s, dir, it, n, res, count);
+    }
+  }
+  for (i = 0; it && i < n; i++)
+    free(it[i].name);
+  free(it);
+  zkl__call_free(&ls);
+  pthread_mutex_lock(&c->mu);
+  zkl__session_put(c, s);
+  pthread_mutex_unlock(&c->mu);
+  pthread_cond_destroy(&cv);
+  if (rc != ZOK || *count == 0) {
+    zkl_contenders_free(res, *count);
+    *count = 0;
+    res = NULL;
+  }
+  *out = res;
+  return rc;
+}

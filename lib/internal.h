@@ -1,0 +1,212 @@
+/* internal.h: what the library's files share. Never installed. */
+#ifndef ZKLOCK_INTERNAL_H
+#define ZKLOCK_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <zookeeper/zookeeper.h>
+
+#include "zklock.h"
+
+#define ZKL__HIDDEN __attribute__((visibility("hidden")))
+
+#if defined(__GNUC__)
+#define ZKL__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define ZKL__PRINTF(f, a)
+#endif
+
+/* Sequence numbers are printed by the server as %010d: 10 characters. */
+#define ZKL__SEQ_LEN 10
+#define ZKL__GUID_LEN 32
+
+/* ---- util.c -------------------------------------------------------------- */
+ZKL__HIDDEN int zkl__valid_name(const char *name);
+ZKL__HIDDEN int zkl__valid_root(const char *root);
+ZKL__HIDDEN int zkl__seq_parse(const char *node, const char *marker,
+                               int32_t *seq);
+ZKL__HIDDEN int zkl__seq_before(int32_t a, int32_t b);
+ZKL__HIDDEN int zkl__guid(char out[ZKL__GUID_LEN + 1]);
+ZKL__HIDDEN uint64_t zkl__self_tid(void);
+ZKL__HIDDEN char *zkl__strdup(const char *s);
+ZKL__HIDDEN char *zkl__join(const char *a, const char *b);
+ZKL__HIDDEN int zkl__node_data(const void *user, size_t len, char **out,
+                               size_t *out_len);
+ZKL__HIDDEN void zkl__deadline_ts(int64_t deadline_ms, struct timespec *ts);
+ZKL__HIDDEN int zkl__cond_init(pthread_cond_t *cv);
+
+/* Registry of live handles, so that double destroy is detected instead of
+ * touching freed memory. */
+ZKL__HIDDEN int zkl__handle_add(const void *h);
+ZKL__HIDDEN int zkl__handle_remove(const void *h);
+ZKL__HIDDEN int zkl__handle_live(const void *h);
+
+/* ---- client.c: session and event thread ---------------------------------- */
+
+/* One ZooKeeper handle. Kept alive by references: the client's "current"
+ * pointer, each operation in flight, and each acquisition whose node may
+ * still exist on it. The event thread closes it when the last one goes. */
+typedef struct zkl__session {
+  zkl_client_t *c;
+  zhandle_t *zh;
+  int zstate; /* last ZooKeeper state seen by its watcher */
+  int refs;
+  int expired;
+  int64_t id;
+  struct zkl__session *next_dead;
+} zkl__session_t;
+
+typedef struct zkl__acq zkl__acq_t;
+typedef struct zkl__queue zkl__queue_t;
+
+/* A queue: the ZooKeeper directory <root>/<name> and how we join it.
+ * The mutex (and later recipes) embed one; the engine in queue.c runs it. */
+struct zkl__queue {
+  zkl_client_t *c;
+  char *dir;          /* "<root>/<name>" */
+  char *prefix;       /* "<dir>/" : guid and marker follow */
+  const char *marker; /* "-lock-" */
+  void *user_data;    /* caller data stored in each node */
+  size_t user_len;
+  unsigned flags;     /* ZKL_MUTEX_* */
+  uint64_t cancel_gen;
+  int users;          /* threads inside an acquire/release (under c->mu) */
+  int cb_refs;        /* state events queued, not yet delivered */
+  /* Delivers a state change to the recipe; runs on the event thread. */
+  void (*notify)(zkl__queue_t *q, int state, uint64_t token);
+};
+
+/* One thread's place in one queue, from enqueue to final release. */
+struct zkl__acq {
+  uint64_t id;           /* unique; completions find acqs by it */
+  zkl__queue_t *q;
+  zkl__session_t *sess;  /* session owning our node (ref held), or NULL */
+  char guid[ZKL__GUID_LEN + 1];
+  char *path;            /* our node, NULL until created */
+  int64_t czxid;
+  int32_t seq;
+  _Atomic int state;     /* ZKL_STATE_*; NONE while waiting */
+  unsigned depth;        /* owner thread only (or under c->mu) */
+  uint64_t tid;          /* thread that holds or acquires */
+  zkl__acq_t *hnext;     /* recipe's list of holds (under c->mu) */
+  /* waiting for the predecessor (under c->mu) */
+  char *watch_path;
+  int pred_gone;
+  int woke;
+  int session_lost;
+  pthread_cond_t cv;
+  zkl__acq_t *prev, *next; /* client's list of acquisitions */
+};
+
+struct zkl_client {
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* state changes, new session, event queue, refs */
+  char *hosts;
+  int timeout_req;
+  int timeout_neg;
+  zkl_log_fn log_fn;
+  void *log_ctx;
+  int log_level;
+
+  zkl__session_t *sess;
+  int state;               /* zkl_client_state_t */
+  uint64_t conn_epoch;     /* bumped on every CONNECTED event */
+  int64_t disconnected_at; /* zkl_now_ms() of the last disconnect, 0 when up */
+  _Atomic uint64_t requests;
+  _Atomic int64_t session_id;
+  _Atomic int pub_state;
+  uint64_t next_id;
+
+  zkl__acq_t *acqs;
+  int nqueues;
+
+  pthread_t ev_thread;
+  int ev_running;
+  int stopping;
+  int need_session;
+  struct zkl__event *evq_head, *evq_tail;
+  struct zkl__pdel *pdel;
+  zkl__session_t *dead;
+};
+
+ZKL__HIDDEN void zkl__log(zkl_client_t *c, int level, const char *fmt, ...)
+    ZKL__PRINTF(3, 4);
+
+/* Under c->mu. */
+ZKL__HIDDEN zkl__session_t *zkl__session_get(zkl_client_t *c);
+ZKL__HIDDEN void zkl__session_put(zkl_client_t *c, zkl__session_t *s);
+ZKL__HIDDEN int zkl__wait_usable(zkl_client_t *c, zkl__session_t *old,
+                                 uint64_t epoch, int64_t deadline_ms);
+ZKL__HIDDEN void zkl__acq_link(zkl_client_t *c, zkl__acq_t *a);
+ZKL__HIDDEN void zkl__acq_unlink(zkl_client_t *c, zkl__acq_t *a);
+ZKL__HIDDEN void zkl__post_state(zkl_client_t *c, zkl__acq_t *a, int state);
+ZKL__HIDDEN void zkl__set_state(zkl_client_t *c, zkl__acq_t *a, int state);
+ZKL__HIDDEN void zkl__defer_delete(zkl_client_t *c, zkl__session_t *s,
+                                   const char *path);
+ZKL__HIDDEN void zkl__defer_find_delete(zkl_client_t *c, zkl__session_t *s,
+                                        const char *dir, const char *guid);
+ZKL__HIDDEN void zkl__wait_cb_refs(zkl_client_t *c, zkl__queue_t *q);
+ZKL__HIDDEN int zkl__on_event_thread(zkl_client_t *c);
+
+/* Watchers (client.c) given to every watch the library sets. */
+ZKL__HIDDEN void zkl__path_watcher(zhandle_t *zh, int type, int state,
+                                   const char *path, void *ctx);
+
+/* ---- zkcall.c: one ZooKeeper request waited for by a user thread -------- */
+
+typedef struct zkl__call {
+  zkl_client_t *c;
+  pthread_cond_t *cv;
+  int done;
+  int rc;
+  char *path;               /* create: created path */
+  struct Stat stat;         /* create2, exists, get */
+  struct String_vector kids; /* getChildren (deep copy) */
+  char *data;               /* get */
+  int data_len;
+} zkl__call_t;
+
+/* Each issues one request on s with completion into call (call->done set
+ * at once if the client refuses it). Caller holds no lock. */
+ZKL__HIDDEN void zkl__call_init(zkl__call_t *call, zkl_client_t *c,
+                                pthread_cond_t *cv);
+ZKL__HIDDEN void zkl__call_free(zkl__call_t *call);
+ZKL__HIDDEN void zkl__create(zkl__call_t *call, zkl__session_t *s,
+                             const char *path, const char *data, int len,
+                             int flags);
+ZKL__HIDDEN void zkl__children(zkl__call_t *call, zkl__session_t *s,
+                               const char *path);
+ZKL__HIDDEN void zkl__get(zkl__call_t *call, zkl__session_t *s,
+                          const char *path, int watch);
+ZKL__HIDDEN void zkl__exists(zkl__call_t *call, zkl__session_t *s,
+                             const char *path);
+ZKL__HIDDEN void zkl__delete(zkl__call_t *call, zkl__session_t *s,
+                             const char *path);
+ZKL__HIDDEN void zkl__sync(zkl__call_t *call, zkl__session_t *s,
+                           const char *path);
+/* Wait (c->mu held) until every call in calls[0..n) is done. */
+ZKL__HIDDEN void zkl__call_wait(zkl__call_t **calls, int n);
+/* Fire-and-forget watch on our own node (exists + watch). */
+ZKL__HIDDEN void zkl__watch_node(zkl_client_t *c, zkl__session_t *s,
+                                 const char *path);
+ZKL__HIDDEN int zkl__is_conn_error(int rc);
+
+/* ---- queue.c: the queue protocol ----------------------------------------- */
+
+enum { ZKL__BLOCK = 0, ZKL__TRY = 1, ZKL__TIMED = 2 };
+
+ZKL__HIDDEN int zkl__queue_init(zkl__queue_t *q, zkl_client_t *c,
+                                const char *root, const char *name,
+                                const char *marker, const void *data,
+                                size_t len, unsigned flags);
+ZKL__HIDDEN void zkl__queue_fini(zkl__queue_t *q);
+ZKL__HIDDEN int zkl__queue_acquire(zkl__queue_t *q, int mode,
+                                   int64_t deadline_ms, zkl__acq_t **out);
+ZKL__HIDDEN int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a);
+ZKL__HIDDEN void zkl__queue_cancel(zkl__queue_t *q);
+ZKL__HIDDEN int zkl__queue_list(zkl_client_t *c, const char *dir,
+                                const char *marker, zkl_contender_t **out,
+                                size_t *count);
+
+#endif

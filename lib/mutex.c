@@ -1,0 +1,284 @@
+/* mutex.c: the reentrant distributed mutex.
+ *
+ * Reentrancy is per thread and costs no request: the thread that holds the
+ * mutex finds itself in owner_tid (one relaxed atomic load) and only counts.
+ * owner_acq is read and written by that thread alone. Every hold is also on
+ * the mutex's `holds` list under c->mu, so a thread whose hold was LOST can
+ * still unlock it after another thread took the lock (and the fast slot). */
+#include "config.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct zkl_mutex {
+  zkl__queue_t q; /* first: the queue's notify() casts back */
+  zkl_client_t *c;
+  zkl_state_fn fn;
+  void *ctx;
+  _Atomic uint64_t owner_tid;
+  zkl__acq_t *owner_acq;
+  zkl__acq_t *holds;
+};
+
+static void mutex_notify(zkl__queue_t *q, int state, uint64_t token) {
+  zkl_mutex_t *m = (zkl_mutex_t *)q;
+  m->fn(m, state, token, m->ctx);
+}
+
+int zkl_mutex_create(zkl_mutex_t **out, zkl_client_t *c, const char *name,
+                     const zkl_mutex_options_t *o) {
+  const char *root = o && o->root ? o->root : "/locks";
+  zkl_mutex_t *m;
+  int rc;
+  if (!out)
+    return ZKL_EINVAL;
+  *out = NULL;
+  if (!c || !zkl__handle_live(c) || !zkl__valid_name(name) ||
+      !zkl__valid_root(root))
+    return ZKL_EINVAL;
+  if (o && (o->data_len > ZKL_DATA_MAX || (o->data_len && !o->data) ||
+            (o->flags & ~(unsigned)ZKL_MUTEX_NO_NODE_WATCH)))
+    return ZKL_EINVAL;
+  m = calloc(1, sizeof *m);
+  if (!m)
+    return ZKL_ENOMEM;
+  rc = zkl__queue_init(&m->q, c, root, name, "-lock-", o ? o->data : NULL,
+                       o ? o->data_len : 0, o ? o->flags : 0);
+  if (rc != ZKL_OK) {
+    free(m);
+    return rc;
+  }
+  m->c = c;
+  m->fn = o ? o->state_fn : NULL;
+  m->ctx = o ? o->state_ctx : NULL;
+  if (m->fn)
+    m->q.notify = mutex_notify;
+  pthread_mutex_lock(&c->mu);
+  rc = c->stopping ? ZKL_ECLOSED : ZKL_OK;
+  if (rc == ZKL_OK)
+    c->nqueues++;
+  pthread_mutex_unlock(&c->mu);
+  if (rc == ZKL_OK && (rc = zkl__handle_add(m)) != ZKL_OK) {
+    pthread_mutex_lock(&c->mu);
+    c->nqueues--;
+    pthread_mutex_unlock(&c->mu);
+  }
+  if (rc != ZKL_OK) {
+    zkl__queue_fini(&m->q);
+    free(m);
+    return rc;
+  }
+  *out = m;
+  return ZKL_OK;
+}
+
+/* Under c->mu: the calling thread's hold, if any. */
+static zkl__acq_t *find_hold(const zkl_mutex_t *m, uint64_t me) {
+  zkl__acq_t *a;
+  for (a = m->holds; a; a = a->hnext)
+    if (a->tid == me)
+      return a;
+  return NULL;
+}
+
+/* The calling thread's hold, without a lock when it owns the fast slot. */
+static zkl__acq_t *my_hold(const zkl_mutex_t *m) {
+  uint64_t me = zkl__self_tid();
+  zkl__acq_t *a;
+  if (atomic_load_explicit(&m->owner_tid, memory_order_relaxed) == me)
+    return m->owner_acq;
+  pthread_mutex_lock(&m->c->mu);
+  a = find_hold(m, me);
+  pthread_mutex_unlock(&m->c->mu);
+  return a;
+}
+
+static int reenter(zkl__acq_t *a) {
+  if (atomic_load_explicit(&a->state, memory_order_relaxed) ==
+      ZKL_STATE_LOST)
+    return ZKL_ELOST;
+  if (a->depth == UINT_MAX)
+    return ZKL_EOVERFLOW;
+  a->depth++;
+  return ZKL_OK;
+}
+
+static int acquire(zkl_mutex_t *m, int mode, int64_t deadline) {
+  uint64_t me, zero = 0;
+  zkl_client_t *c;
+  zkl__acq_t *a;
+  int rc;
+  if (!m)
+    return ZKL_EINVAL;
+  me = zkl__self_tid();
+  if (atomic_load_explicit(&m->owner_tid, memory_order_relaxed) == me)
+    return reenter(m->owner_acq);
+  c = m->c;
+  pthread_mutex_lock(&c->mu);
+  a = find_hold(m, me);
+  rc = a ? reenter(a) : c->stopping ? ZKL_ECLOSED : ZKL_OK;
+  if (!a && rc == ZKL_OK)
+    m->q.users++;
+  pthread_mutex_unlock(&c->mu);
+  if (a || rc != ZKL_OK)
+    return rc;
+  rc = zkl__queue_acquire(&m->q, mode, deadline, &a);
+  pthread_mutex_lock(&c->mu);
+  m->q.users--;
+  if (rc == ZKL_OK) {
+    a->tid = me;
+    a->depth = 1;
+    a->hnext = m->holds;
+    m->holds = a;
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (rc == ZKL_OK &&
+      atomic_compare_exchange_strong_explicit(&m->owner_tid, &zero, me,
+                                              memory_order_acq_rel,
+                                              memory_order_relaxed))
+    m->owner_acq = a;
+  return rc;
+}
+
+int zkl_mutex_lock(zkl_mutex_t *m) { return acquire(m, ZKL__BLOCK, -1); }
+
+int zkl_mutex_trylock(zkl_mutex_t *m) { return acquire(m, ZKL__TRY, -1); }
+
+int zkl_mutex_timedlock(zkl_mutex_t *m, int64_t deadline_ms) {
+  return acquire(m, ZKL__TIMED, deadline_ms < 0 ? 0 : deadline_ms);
+}
+
+/* Final release of hold a (depth reaching 0, or a lost hold). */
+static int release(zkl_mutex_t *m, zkl__acq_t *a) {
+  zkl__acq_t **pp;
+  uint64_t me = a->tid;
+  if (atomic_load_explicit(&m->owner_tid, memory_order_relaxed) == me) {
+    m->owner_acq = NULL;
+    atomic_store_explicit(&m->owner_tid, 0, memory_order_release);
+  }
+  pthread_mutex_lock(&m->c->mu);
+  for (pp = &m->holds; *pp; pp = &(*pp)->hnext)
+    if (*pp == a) {
+      *pp = a->hnext;
+      break;
+    }
+  pthread_mutex_unlock(&m->c->mu);
+  return zkl__queue_release(&m->q, a);
+}
+
+int zkl_mutex_unlock(zkl_mutex_t *m) {
+  zkl__acq_t *a;
+  if (!m)
+    return ZKL_EINVAL;
+  a = my_hold(m);
+  if (!a)
+    return ZKL_ENOTOWNER;
+  if (a->depth > 1 &&
+      atomic_load_explicit(&a->state, memory_order_relaxed) !=
+          ZKL_STATE_LOST) {
+    a->depth--;
+    return ZKL_OK;
+  }
+  return release(m, a);
+}
+
+int zkl_mutex_cancel(zkl_mutex_t *m) {
+  if (!m)
+    return ZKL_EINVAL;
+  zkl__queue_cancel(&m->q);
+  return ZKL_OK;
+}
+
+int zkl_mutex_destroy(zkl_mutex_t *m) {
+  zkl_client_t *c;
+  zkl__acq_t *mine, *a;
+  int busy = 0;
+  uint64_t me = zkl__self_tid();
+  if (!m)
+    return ZKL_OK;
+  if (!zkl__handle_live(m))
+    return ZKL_EINVAL;
+  c = m->c;
+  pthread_mutex_lock(&c->mu);
+  for (a = m->holds; a; a = a->hnext)
+    busy |= a->tid != me;
+  busy |= m->q.users > 0;
+  mine = find_hold(m, me);
+  pthread_mutex_unlock(&c->mu);
+  if (busy)
+    return ZKL_EBUSY;
+  if (!zkl__handle_remove(m))
+    return ZKL_EINVAL;
+  if (mine)
+    release(m, mine); /* a failed delete is deferred or moot: see header */
+  pthread_mutex_lock(&c->mu);
+  zkl__wait_cb_refs(c, &m->q);
+  c->nqueues--;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  zkl__queue_fini(&m->q);
+  free(m);
+  return ZKL_OK;
+}
+
+int zkl_mutex_state(const zkl_mutex_t *m) {
+  const zkl__acq_t *a = m ? my_hold(m) : NULL;
+  return a ? atomic_load(&a->state) : ZKL_STATE_NONE;
+}
+
+unsigned zkl_mutex_depth(const zkl_mutex_t *m) {
+  const zkl__acq_t *a = m ? my_hold(m) : NULL;
+  return a ? a->depth : 0;
+}
+
+int zkl_mutex_token(const zkl_mutex_t *m, uint64_t *token) {
+  const zkl__acq_t *a;
+  if (!m || !token)
+    return ZKL_EINVAL;
+  a = my_hold(m);
+  if (!a)
+    return ZKL_ENOTOWNER;
+  *token = (uint64_t)a->czxid;
+  return ZKL_OK;
+}
+
+int zkl_mutex_node_path(const zkl_mutex_t *m, char *buf, size_t size) {
+  const zkl__acq_t *a;
+  size_t n;
+  if (!m || !buf)
+    return ZKL_EINVAL;
+  a = my_hold(m);
+  if (!a || !a->path)
+    return ZKL_ENOTOWNER;
+  n = strlen(a->path);
+  if (n + 1 > size)
+    return ZKL_EINVAL;
+  memcpy(buf, a->path, n + 1);
+  return ZKL_OK;
+}
+
+int zkl_mutex_queue(zkl_client_t *c, const char *root, const char *name,
+                    zkl_contender_t **out, size_t *count) {
+  char *tmp, *dir;
+  int rc;
+  if (out)
+    *out = NULL;
+  if (count)
+    *count = 0;
+  if (!root)
+    root = "/locks";
+  if (!c || !out || !count || !zkl__handle_live(c) ||
+      !zkl__valid_name(name) || !zkl__valid_root(root))
+    return ZKL_EINVAL;
+  tmp = zkl__join(root, "/");
+  dir = tmp ? zkl__join(tmp, name) : NULL;
+  free(tmp);
+  if (!dir)
+    return ZKL_ENOMEM;
+  rc = zkl__queue_list(c, dir, "-lock-", out, count);
+  free(dir);
+  return rc;
+}

@@ -1,0 +1,240 @@
+/* util.c: names, sequence numbers, guids, node data, handle registry. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+int zkl__valid_name(const char *name) {
+  size_t n;
+  const unsigned char *p;
+  if (name == NULL)
+    return 0;
+  n = strlen(name);
+  if (n == 0 || n > ZKL_NAME_MAX)
+    return 0;
+  if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+    return 0;
+  /* The server rejects "zookeeper" only at the top level; we refuse it
+   * nowhere. Control characters are refused because tools print names. */
+  for (p = (const unsigned char *)name; *p; p++)
+    if (*p == '/' || *p < 0x20 || *p == 0x7f)
+      return 0;
+  return 1;
+}
+
+int zkl__valid_root(const char *root) {
+  size_t n;
+  const char *p, *slash;
+  if (root == NULL || root[0] != '/')
+    return 0;
+  n = strlen(root);
+  if (n < 2 || n > ZKL_ROOT_MAX || root[n - 1] == '/')
+    return 0;
+  for (p = root + 1;; p = slash + 1) {
+    char comp[ZKL_ROOT_MAX + 1];
+    size_t len;
+    slash = strchr(p, '/');
+    len = slash ? (size_t)(slash - p) : strlen(p);
+    if (len == 0 || len > ZKL_NAME_MAX)
+      return 0;
+    memcpy(comp, p, len);
+    comp[len] = '\0';
+    if (!zkl__valid_name(comp))
+      return 0;
+    if (!slash)
+      return 1;
+  }
+}
+
+/* A contender's node name ends with <marker><seq>, where the server printed
+ * seq as %010d (a negative value after the 32-bit counter wraps prints as
+ * '-' and 9 digits). Other children are not contenders and are ignored. */
+int zkl__seq_parse(const char *node, const char *marker, int32_t *seq) {
+  size_t n = strlen(node), m = strlen(marker);
+  const char *s;
+  long v = 0;
+  int i, neg = 0;
+  if (n < m + ZKL__SEQ_LEN)
+    return 0;
+  s = node + n - ZKL__SEQ_LEN;
+  if (memcmp(s - m, marker, m) != 0)
+    return 0;
+  for (i = 0; i < ZKL__SEQ_LEN; i++) {
+    if (i == 0 && s[i] == '-') {
+      neg = 1;
+      continue;
+    }
+    if (s[i] < '0' || s[i] > '9')
+      return 0;
+    v = v * 10 + (s[i] - '0');
+  }
+  *seq = (int32_t)(neg ? -v : v);
+  return 1;
+}
+
+/* Serial-number order (RFC 1982 style) on the 32-bit counter: a is before b
+ * when b is less than 2^31 steps ahead of a. A queue never spans 2^31
+ * sequence numbers, so this stays right across the wrap to negative values,
+ * where comparing the printed strings would put the newcomer first. */
+int zkl__seq_before(int32_t a, int32_t b) {
+  return (int32_t)((uint32_t)a - (uint32_t)b) < 0;
+}
+
+int zkl__guid(char out[ZKL__GUID_LEN + 1]) {
+  static const char hex[] = "0123456789abcdef";
+  unsigned char raw[ZKL__GUID_LEN / 2];
+  size_t got = 0;
+  int i;
+  while (got < sizeof raw) {
+    ssize_t r = getrandom(raw + got, sizeof raw - got, 0);
+    if (r < 0) {
+      if (errno == EINTR)
+        continue;
+      return ZKL_ESYSTEM;
+    }
+    got += (size_t)r;
+  }
+  for (i = 0; i < ZKL__GUID_LEN / 2; i++) {
+    out[2 * i] = hex[raw[i] >> 4];
+    out[2 * i + 1] = hex[raw[i] & 15];
+  }
+  out[ZKL__GUID_LEN] = '\0';
+  return ZKL_OK;
+}
+
+/* A process-unique id per thread, cheap enough for the reentrant fast path
+ * (pthread_t cannot be compared atomically). 0 means "nobody". */
+uint64_t zkl__self_tid(void) {
+  static _Atomic uint64_t next = 1;
+  static __thread uint64_t self;
+  if (self == 0)
+    self = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed);
+  return self;
+}
+
+char *zkl__strdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d)
+    memcpy(d, s, n);
+  return d;
+}
+
+char *zkl__join(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  char *d = malloc(la + lb + 1);
+  if (d) {
+    memcpy(d, a, la);
+    memcpy(d + la, b, lb + 1);
+  }
+  return d;
+}
+
+/* Node data: "zklock 1\nhost=H\npid=P\nthread=T\n\n" then the caller's
+ * bytes. Text first so that zkCli and our tools show who holds a lock. */
+int zkl__node_data(const void *user, size_t len, char **out, size_t *out_len) {
+  char host[256] = "";
+  char head[400];
+  int n;
+  char *buf;
+  if (gethostname(host, sizeof host - 1) != 0)
+    strcpy(host, "unknown");
+  n = snprintf(head, sizeof head, "zklock 1\nhost=%s\npid=%ld\nthread=%ld\n\n",
+               host, (long)getpid(), (long)syscall(SYS_gettid));
+  if (n < 0 || (size_t)n >= sizeof head)
+    return ZKL_ESYSTEM;
+  buf = malloc((size_t)n + len + 1);
+  if (!buf)
+    return ZKL_ENOMEM;
+  memcpy(buf, head, (size_t)n);
+  if (len)
+    memcpy(buf + n, user, len);
+  buf[(size_t)n + len] = '\0';
+  *out = buf;
+  *out_len = (size_t)n + len;
+  return ZKL_OK;
+}
+
+void zkl__deadline_ts(int64_t deadline_ms, struct timespec *ts) {
+  ts->tv_sec = deadline_ms / 1000;
+  ts->tv_nsec = (deadline_ms % 1000) * 1000000;
+}
+
+/* Condition variables wait on CLOCK_MONOTONIC, the clock of deadlines. */
+int zkl__cond_init(pthread_cond_t *cv) {
+  pthread_condattr_t at;
+  int rc;
+  if (pthread_condattr_init(&at) != 0)
+    return ZKL_ESYSTEM;
+  pthread_condattr_setclock(&at, CLOCK_MONOTONIC);
+  rc = pthread_cond_init(cv, &at);
+  pthread_condattr_destroy(&at);
+  return rc == 0 ? ZKL_OK : ZKL_ESYSTEM;
+}
+
+/* ---- live handle registry ------------------------------------------------ */
+
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static const void **reg;
+static size_t reg_n, reg_cap;
+
+int zkl__handle_add(const void *h) {
+  int rc = ZKL_OK;
+  pthread_mutex_lock(&reg_mu);
+  if (reg_n == reg_cap) {
+    size_t cap = reg_cap ? reg_cap * 2 : 16;
+    const void **n = realloc(reg, cap * sizeof *n);
+    if (!n)
+      rc = ZKL_ENOMEM;
+    else {
+      reg = n;
+      reg_cap = cap;
+    }
+  }
+  if (rc == ZKL_OK)
+    reg[reg_n++] = h;
+  pthread_mutex_unlock(&reg_mu);
+  return rc;
+}
+
+static size_t reg_find(const void *h) {
+  size_t i;
+  for (i = 0; i < reg_n; i++)
+    if (reg[i] == h)
+      return i;
+  return (size_t)-1;
+}
+
+int zkl__handle_remove(const void *h) {
+  size_t i;
+  int ok = 0;
+  pthread_mutex_lock(&reg_mu);
+  i = reg_find(h);
+  if (i != (size_t)-1) {
+    reg[i] = reg[--reg_n];
+    ok = 1;
+  }
+  if (reg_n == 0) {
+    free(reg);
+    reg = NULL;
+    reg_cap = 0;
+  }
+  pthread_mutex_unlock(&reg_mu);
+  return ok;
+}
+
+int zkl__handle_live(const void *h) {
+  int ok;
+  pthread_mutex_lock(&reg_mu);
+  ok = reg_find(h) != (size_t)-1;
+  pthread_mutex_unlock(&reg_mu);
+  return ok;
+}

@@ -1,0 +1,190 @@
+/* zkcall.c: ZooKeeper requests whose answers a user thread waits for.
+ *
+ * Every request is asynchronous; its completion (on the ZooKeeper completion
+ * thread) stores the answer in a zkl__call_t and signals the waiter's
+ * condition variable under c->mu. Nothing here blocks, so completions never
+ * stall the completion thread, and a thread may send several requests before
+ * waiting: the session's FIFO order pipelines them in one round trip. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+void zkl__call_init(zkl__call_t *call, zkl_client_t *c, pthread_cond_t *cv) {
+  memset(call, 0, sizeof *call);
+  call->c = c;
+  call->cv = cv;
+}
+
+void zkl__call_free(zkl__call_t *call) {
+  int i;
+  free(call->path);
+  free(call->data);
+  for (i = 0; i < call->kids.count; i++)
+    free(call->kids.data[i]);
+  free(call->kids.data);
+  call->path = call->data = NULL;
+  call->kids.data = NULL;
+  call->kids.count = 0;
+}
+
+/* Under c->mu: publish the result and wake the waiter. After this the call
+ * may be freed by the waiter as soon as c->mu is released. */
+static void finish(zkl__call_t *call, int rc) {
+  call->rc = rc;
+  call->done = 1;
+  pthread_cond_broadcast(call->cv);
+}
+
+/* The client refused the request outright: no completion will come. */
+static void issued(zkl__call_t *call, int rc) {
+  zkl_client_t *c = call->c;
+  atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
+  if (rc != ZOK) {
+    pthread_mutex_lock(&c->mu);
+    finish(call, rc);
+    pthread_mutex_unlock(&c->mu);
+  }
+}
+
+static void on_create(int rc, const char *value, const struct Stat *stat,
+                      const void *data) {
+  zkl__call_t *call = (zkl__call_t *)data;
+  zkl_client_t *c = call->c;
+  pthread_mutex_lock(&c->mu);
+  if (rc == ZOK) {
+    call->path = value ? zkl__strdup(value) : NULL;
+    if (stat)
+      call->stat = *stat;
+    /* Created, but we cannot name it: recover it by guid like a lost reply. */
+    if (!call->path)
+      rc = ZKL_ENOMEM;
+  }
+  finish(call, rc);
+  pthread_mutex_unlock(&c->mu);
+}
+
+static void on_children(int rc, const struct String_vector *v,
+                        const void *data) {
+  zkl__call_t *call = (zkl__call_t *)data;
+  zkl_client_t *c = call->c;
+  pthread_mutex_lock(&c->mu);
+  if (rc == ZOK && v && v->count > 0) {
+    int i;
+    call->kids.data = calloc((size_t)v->count, sizeof(char *));
+    if (!call->kids.data)
+      rc = ZKL_ENOMEM;
+    for (i = 0; rc == ZOK && i < v->count; i++) {
+      call->kids.data[i] = zkl__strdup(v->data[i]);
+      call->kids.count = i + 1;
+      if (!call->kids.data[i])
+        rc = ZKL_ENOMEM;
+    }
+  }
+  finish(call, rc);
+  pthread_mutex_unlock(&c->mu);
+}
+
+static void on_data(int rc, const char *value, int len,
+                    const struct Stat *stat, const void *data) {
+  zkl__call_t *call = (zkl__call_t *)data;
+  zkl_client_t *c = call->c;
+  pthread_mutex_lock(&c->mu);
+  if (rc == ZOK) {
+    if (stat)
+      call->stat = *stat;
+    if (len < 0)
+      len = 0;
+    call->data = malloc((size_t)len + 1);
+    if (!call->data)
+      rc = ZKL_ENOMEM;
+    else {
+      if (len)
+        memcpy(call->data, value, (size_t)len);
+      call->data[len] = '\0';
+      call->data_len = len;
+    }
+  }
+  finish(call, rc);
+  pthread_mutex_unlock(&c->mu);
+}
+
+static void on_stat(int rc, const struct Stat *stat, const void *data) {
+  zkl__call_t *call = (zkl__call_t *)data;
+  zkl_client_t *c = call->c;
+  pthread_mutex_lock(&c->mu);
+  if (rc == ZOK && stat)
+    call->stat = *stat;
+  finish(call, rc);
+  pthread_mutex_unlock(&c->mu);
+}
+
+static void on_void(int rc, const void *data) {
+  zkl__call_t *call = (zkl__call_t *)data;
+  zkl_client_t *c = call->c;
+  pthread_mutex_lock(&c->mu);
+  finish(call, rc);
+  pthread_mutex_unlock(&c->mu);
+}
+
+static void on_sync(int rc, const char *value, const void *data) {
+  (void)value;
+  on_void(rc, data);
+}
+
+void zkl__create(zkl__call_t *call, zkl__session_t *s, const char *path,
+                 const char *data, int len, int flags) {
+  issued(call, zoo_acreate2(s->zh, path, data, len, &ZOO_OPEN_ACL_UNSAFE,
+                            flags, on_create, call));
+}
+
+void zkl__children(zkl__call_t *call, zkl__session_t *s, const char *path) {
+  issued(call, zoo_aget_children(s->zh, path, 0, on_children, call));
+}
+
+void zkl__get(zkl__call_t *call, zkl__session_t *s, const char *path,
+              int watch) {
+  /* getData, not exists: a node already gone leaves no dangling watch. */
+  if (watch)
+    issued(call, zoo_awget(s->zh, path, zkl__path_watcher, call->c, on_data,
+                           call));
+  else
+    issued(call, zoo_aget(s->zh, path, 0, on_data, call));
+}
+
+void zkl__exists(zkl__call_t *call, zkl__session_t *s, const char *path) {
+  issued(call, zoo_aexists(s->zh, path, 0, on_stat, call));
+}
+
+void zkl__delete(zkl__call_t *call, zkl__session_t *s, const char *path) {
+  issued(call, zoo_adelete(s->zh, path, -1, on_void, call));
+}
+
+void zkl__sync(zkl__call_t *call, zkl__session_t *s, const char *path) {
+  issued(call, zoo_async(s->zh, path, on_sync, call));
+}
+
+void zkl__call_wait(zkl__call_t **calls, int n) {
+  int i;
+  for (i = 0; i < n; i++)
+    while (!calls[i]->done)
+      pthread_cond_wait(calls[i]->cv, &calls[i]->c->mu);
+}
+
+static void on_watch_set(int rc, const char *value, int len,
+                         const struct Stat *stat, const void *data) {
+  (void)rc, (void)value, (void)len, (void)stat, (void)data;
+}
+
+void zkl__watch_node(zkl_client_t *c, zkl__session_t *s, const char *path) {
+  atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
+  /* If the node is already gone no watch is set; the holder then learns it
+   * at reconnection or release, as with ZKL_MUTEX_NO_NODE_WATCH. */
+  zoo_awget(s->zh, path, zkl__path_watcher, c, on_watch_set, NULL);
+}
+
+int zkl__is_conn_error(int rc) {
+  return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
+}

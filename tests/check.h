@@ -1,0 +1,66 @@
+/* check.h: assertion macros that print both operands, and test plumbing. */
+#ifndef ZKLOCK_TEST_CHECK_H
+#define ZKLOCK_TEST_CHECK_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int check_failures;
+
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
+      check_failures++;                                                        \
+    }                                                                          \
+  } while (0)
+
+#define CHECK_INT(a, op, b)                                                    \
+  do {                                                                         \
+    long long va_ = (long long)(a), vb_ = (long long)(b);                      \
+    if (!(va_ op vb_)) {                                                       \
+      fprintf(stderr, "%s:%d: CHECK(%s %s %s) failed: %lld vs %lld\n",         \
+              __FILE__, __LINE__, #a, #op, #b, va_, vb_);                      \
+      check_failures++;                                                        \
+    }                                                                          \
+  } while (0)
+
+/* Compare zklock return codes and print their names. */
+#define CHECK_RC(a, b)                                                         \
+  do {                                                                         \
+    int ra_ = (a), rb_ = (b);                                                  \
+    if (ra_ != rb_) {                                                          \
+      fprintf(stderr, "%s:%d: %s returned %s (%d), expected %s (%d)\n",        \
+              __FILE__, __LINE__, #a, zkl_err_name(ra_), ra_,                  \
+              zkl_err_name(rb_), rb_);                                         \
+      check_failures++;                                                        \
+    }                                                                          \
+  } while (0)
+
+#define CHECK_STR(a, b)                                                        \
+  do {                                                                         \
+    const char *sa_ = (a), *sb_ = (b);                                         \
+    if (!sa_ || !sb_ || strcmp(sa_, sb_) != 0) {                               \
+      fprintf(stderr, "%s:%d: CHECK(%s == %s) failed: \"%s\" vs \"%s\"\n",     \
+              __FILE__, __LINE__, #a, #b, sa_ ? sa_ : "(null)",                \
+              sb_ ? sb_ : "(null)");                                           \
+      check_failures++;                                                        \
+    }                                                                          \
+  } while (0)
+
+/* Run one test function and print a TAP-like line. */
+#define RUN(fn)                                                                \
+  do {                                                                         \
+    int before_ = check_failures;                                              \
+    fn();                                                                      \
+    printf("%s %s\n", check_failures == before_ ? "ok" : "FAIL", #fn);         \
+    fflush(stdout);                                                            \
+  } while (0)
+
+#define CHECK_DONE()                                                           \
+  (printf("%s\n", check_failures ? "FAILED" : "PASSED"),                       \
+   check_failures ? 1 : 0)
+
+#endif

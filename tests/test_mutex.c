@@ -1,0 +1,539 @@
+/* test_mutex.c: the mutex against a real ensemble (ZKL_TEST_SERVERS).
+ *
+ * Each test works under its own root /zkltest-<pid>-<n> so runs never see
+ * each other's nodes. An independent ZooKeeper handle ("admin") inspects
+ * and damages the tree the way an operator would. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <unistd.h>
+#include <zookeeper/zookeeper.h>
+
+#include "check.h"
+#include "zklock.h"
+
+static const char *servers;
+static zhandle_t *admin;
+static int root_no;
+static char root[128];
+
+static void admin_watcher(zhandle_t *zh, int type, int state, const char *p,
+                          void *ctx) {
+  (void)zh, (void)type, (void)state, (void)p, (void)ctx;
+}
+
+static void quiet_zk_log(const char *m) { (void)m; }
+
+static void new_root(void) {
+  snprintf(root, sizeof root, "/zkltest-%ld-%d", (long)getpid(), ++root_no);
+}
+
+static zkl_client_t *client(int session_ms) {
+  zkl_client_t *c = NULL;
+  zkl_client_options_t o = {0};
+  o.session_timeout_ms = session_ms;
+  CHECK_RC(zkl_client_create(&c, servers, &o), ZKL_OK);
+  if (!c) {
+    fprintf(stderr, "cannot connect to %s\n", servers);
+    exit(1);
+  }
+  return c;
+}
+
+static zkl_mutex_t *mutex(zkl_client_t *c, const char *name) {
+  zkl_mutex_t *m = NULL;
+  zkl_mutex_options_t o = {0};
+  o.root = root;
+  CHECK_RC(zkl_mutex_create(&m, c, name, &o), ZKL_OK);
+  return m;
+}
+
+/* Number of children of root/name as the admin sees them (-1: no parent). */
+static int queue_len(const char *name) {
+  char path[256];
+  struct String_vector v;
+  int n, rc;
+  snprintf(path, sizeof path, "%s/%s", root, name);
+  rc = zoo_get_children(admin, path, 0, &v);
+  if (rc == ZNONODE)
+    return -1;
+  if (rc != ZOK)
+    return -2;
+  n = v.count;
+  deallocate_String_vector(&v);
+  return n;
+}
+
+/* Polls a condition for up to ms milliseconds (tests only: the library
+ * itself never sleeps to synchronise). */
+#define WAIT_FOR(cond, ms)                                                     \
+  do {                                                                         \
+    int64_t until_ = zkl_now_ms() + (ms);                                      \
+    while (!(cond) && zkl_now_ms() < until_)                                   \
+      usleep(10000);                                                           \
+  } while (0)
+
+/* ---- tests ------------------------------------------------------------- */
+
+static void test_basic_cycle(void) {
+  zkl_client_t *c = client(10000);
+  zkl_mutex_t *m;
+  uint64_t tok = 0;
+  char path[256];
+  new_root();
+  m = mutex(c, "basic");
+  CHECK_INT(zkl_mutex_state(m), ==, ZKL_STATE_NONE);
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  CHECK_INT(zkl_mutex_state(m), ==, ZKL_STATE_HELD);
+  CHECK_RC(zkl_mutex_token(m, &tok), ZKL_OK);
+  CHECK(tok > 0);
+  CHECK_RC(zkl_mutex_node_path(m, path, sizeof path), ZKL_OK);
+  CHECK(strncmp(path, root, strlen(root)) == 0);
+  CHECK(strstr(path, "/basic/") != NULL && strstr(path, "-lock-") != NULL);
+  CHECK_INT(queue_len("basic"), ==, 1);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  CHECK_INT(zkl_mutex_state(m), ==, ZKL_STATE_NONE);
+  CHECK_INT(queue_len("basic"), ==, 0);
+  CHECK_RC(zkl_mutex_destroy(m), ZKL_OK);
+  CHECK_RC(zkl_client_destroy(c), ZKL_OK);
+}
+
+static void test_reentrant_costs_no_request(void) {
+  zkl_client_t *c = client(10000);
+  zkl_mutex_t *m;
+  uint64_t before, after_lock;
+  int i;
+  new_root();
+  m = mutex(c, "reent");
+  before = zkl_client_request_count(c);
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  after_lock = zkl_client_request_count(c);
+  CHECK(after_lock > before);
+  for (i = 0; i < 1000; i++) {
+    CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+    CHECK_RC(zkl_mutex_trylock(m), ZKL_OK);
+    CHECK_RC(zkl_mutex_timedlock(m, zkl_now_ms()), ZKL_OK);
+  }
+  CHECK_INT(zkl_mutex_depth(m), ==, 3001);
+  for (i = 0; i < 3000; i++)
+    CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  CHECK_INT(zkl_client_request_count(c), ==, after_lock);
+  CHECK_INT(zkl_mutex_depth(m), ==, 1);
+  CHECK_INT(queue_len("reent"), ==, 1);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  CHECK(zkl_client_request_count(c) > after_lock);
+  CHECK_INT(queue_len("reent"), ==, 0);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_ENOTOWNER);
+  zkl_mutex_destroy(m);
+  zkl_client_destroy(c);
+}
+
+static void test_try_and_timed(void) {
+  zkl_client_t *a = client(10000), *b = client(10000);
+  zkl_mutex_t *ma, *mb;
+  int64_t t0, took;
+  new_root();
+  ma = mutex(a, "tt");
+  mb = mutex(b, "tt");
+  CHECK_RC(zkl_mutex_lock(ma), ZKL_OK);
+  CHECK_RC(zkl_mutex_trylock(mb), ZKL_EBUSY);
+  CHECK_INT(queue_len("tt"), ==, 1);
+  t0 = zkl_now_ms();
+  CHECK_RC(zkl_mutex_timedlock(mb, t0 + 1000), ZKL_ETIMEDOUT);
+  took = zkl_now_ms() - t0;
+  CHECK_INT(took, >=, 1000);
+  CHECK_INT(took, <, 4000);
+  CHECK_INT(queue_len("tt"), ==, 1);
+  /* a deadline already past behaves like trylock */
+  CHECK_RC(zkl_mutex_timedlock(mb, 0), ZKL_ETIMEDOUT);
+  CHECK_INT(queue_len("tt"), ==, 1);
+  CHECK_INT(zkl_mutex_state(mb), ==, ZKL_STATE_NONE);
+  CHECK_RC(zkl_mutex_unlock(ma), ZKL_OK);
+  CHECK_RC(zkl_mutex_timedlock(mb, 0), ZKL_OK);
+  CHECK_RC(zkl_mutex_trylock(ma), ZKL_EBUSY);
+  CHECK_RC(zkl_mutex_unlock(mb), ZKL_OK);
+  CHECK_INT(queue_len("tt"), ==, 0);
+  zkl_mutex_destroy(ma);
+  zkl_mutex_destroy(mb);
+  zkl_client_destroy(a);
+  zkl_client_destroy(b);
+}
+
+struct waiter {
+  zkl_mutex_t *m;
+  int rc;
+  int64_t deadline;
+  int order;
+  int *next_order;
+  pthread_mutex_t *mu;
+};
+
+static void *lock_thread(void *arg) {
+  struct waiter *w = arg;
+  w->rc = w->deadline ? zkl_mutex_timedlock(w->m, w->deadline)
+                      : zkl_mutex_lock(w->m);
+  if (w->rc == ZKL_OK) {
+    if (w->mu) {
+      pthread_mutex_lock(w->mu);
+      w->order = (*w->next_order)++;
+      pthread_mutex_unlock(w->mu);
+    }
+    zkl_mutex_unlock(w->m);
+  }
+  return NULL;
+}
+
+static void test_cancel(void) {
+  zkl_client_t *a = client(10000), *b = client(10000);
+  zkl_mutex_t *ma, *mb;
+  struct waiter w = {0};
+  pthread_t t;
+  new_root();
+  ma = mutex(a, "cancel");
+  mb = mutex(b, "cancel");
+  CHECK_RC(zkl_mutex_lock(ma), ZKL_OK);
+  w.m = mb;
+  pthread_create(&t, NULL, lock_thread, &w);
+  WAIT_FOR(queue_len("cancel") == 2, 5000);
+  CHECK_INT(queue_len("cancel"), ==, 2);
+  /* the waiter blocked in zkl_mutex_lock() must refuse destroy */
+  CHECK_RC(zkl_mutex_destroy(mb), ZKL_EBUSY);
+  CHECK_RC(zkl_mutex_cancel(mb), ZKL_OK);
+  pthread_join(t, NULL);
+  CHECK_RC(w.rc, ZKL_ECANCELED);
+  CHECK_INT(queue_len("cancel"), ==, 1);
+  CHECK_INT(zkl_mutex_state(ma), ==, ZKL_STATE_HELD);
+  CHECK_RC(zkl_mutex_unlock(ma), ZKL_OK);
+  CHECK_INT(queue_len("cancel"), ==, 0);
+  CHECK_RC(zkl_mutex_destroy(mb), ZKL_OK);
+  zkl_mutex_destroy(ma);
+  zkl_client_destroy(a);
+  zkl_client_destroy(b);
+}
+
+static void test_fifo(void) {
+  enum { N = 4 };
+  zkl_client_t *h = client(10000), *cl[N];
+  zkl_mutex_t *mh, *m[N];
+  struct waiter w[N];
+  pthread_t t[N];
+  pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  int next = 0, i;
+  new_root();
+  mh = mutex(h, "fifo");
+  CHECK_RC(zkl_mutex_lock(mh), ZKL_OK);
+  for (i = 0; i < N; i++) {
+    cl[i] = client(10000);
+    m[i] = mutex(cl[i], "fifo");
+    memset(&w[i], 0, sizeof w[i]);
+    w[i].m = m[i];
+    w[i].mu = &mu;
+    w[i].next_order = &next;
+    pthread_create(&t[i], NULL, lock_thread, &w[i]);
+    /* the next waiter starts only once this one is queued */
+    WAIT_FOR(queue_len("fifo") == i + 2, 5000);
+    CHECK_INT(queue_len("fifo"), ==, i + 2);
+  }
+  CHECK_RC(zkl_mutex_unlock(mh), ZKL_OK);
+  for (i = 0; i < N; i++) {
+    pthread_join(t[i], NULL);
+    CHECK_RC(w[i].rc, ZKL_OK);
+    CHECK_INT(w[i].order, ==, i);
+    zkl_mutex_destroy(m[i]);
+    zkl_client_destroy(cl[i]);
+  }
+  CHECK_INT(queue_len("fifo"), ==, 0);
+  zkl_mutex_destroy(mh);
+  zkl_client_destroy(h);
+}
+
+/* Two threads sharing one mutex object exclude each other, and a thread
+ * that does not hold it cannot release it. */
+struct other {
+  zkl_mutex_t *m;
+  int try_rc, unlock_rc, destroy_rc, state;
+};
+
+static void *other_thread(void *arg) {
+  struct other *o = arg;
+  o->try_rc = zkl_mutex_trylock(o->m);
+  o->unlock_rc = zkl_mutex_unlock(o->m);
+  o->destroy_rc = zkl_mutex_destroy(o->m);
+  o->state = zkl_mutex_state(o->m);
+  return NULL;
+}
+
+static void test_threads_exclude(void) {
+  zkl_client_t *c = client(10000);
+  zkl_mutex_t *m;
+  struct other o = {0};
+  pthread_t t;
+  new_root();
+  m = mutex(c, "threads");
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  o.m = m;
+  pthread_create(&t, NULL, other_thread, &o);
+  pthread_join(t, NULL);
+  CHECK_RC(o.try_rc, ZKL_EBUSY);
+  CHECK_RC(o.unlock_rc, ZKL_ENOTOWNER);
+  CHECK_RC(o.destroy_rc, ZKL_EBUSY);
+  CHECK_INT(o.state, ==, ZKL_STATE_NONE);
+  CHECK_INT(zkl_mutex_state(m), ==, ZKL_STATE_HELD);
+  CHECK_INT(queue_len("threads"), ==, 1);
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK); /* nested */
+  /* destroying a mutex the calling thread holds releases it */
+  CHECK_RC(zkl_mutex_destroy(m), ZKL_OK);
+  CHECK_INT(queue_len("threads"), ==, 0);
+  CHECK_RC(zkl_mutex_destroy(m), ZKL_EINVAL); /* double destroy */
+  CHECK_RC(zkl_client_destroy(c), ZKL_OK);
+  CHECK_RC(zkl_client_destroy(c), ZKL_EINVAL);
+}
+
+static void test_bad_input(void) {
+  zkl_client_t *c = client(10000), *bad = NULL;
+  zkl_mutex_t *m = NULL;
+  zkl_mutex_options_t o = {0};
+  char longname[ZKL_NAME_MAX + 2], buf[8];
+  uint64_t tok;
+  zkl_contender_t *list = NULL;
+  size_t n = 99;
+  new_root();
+  memset(longname, 'x', sizeof longname - 1);
+  longname[sizeof longname - 1] = '\0';
+  CHECK_RC(zkl_client_create(NULL, servers, NULL), ZKL_EINVAL);
+  CHECK_RC(zkl_client_create(&bad, NULL, NULL), ZKL_EINVAL);
+  CHECK_RC(zkl_client_create(&bad, "", NULL), ZKL_EINVAL);
+  CHECK(bad == NULL);
+  CHECK_RC(zkl_mutex_create(NULL, c, "x", NULL), ZKL_EINVAL);
+  CHECK_RC(zkl_mutex_create(&m, NULL, "x", NULL), ZKL_EINVAL);
+  CHECK_RC(zkl_mutex_create(&m, c, NULL, NULL), ZKL_EINVAL);
+  CHECK_RC(zkl_mutex_create(&m, c, "", NULL), ZKL_EINVAL);
+  CHECK_RC(zkl_mutex_create(&m, c, "a/b", NULL), ZKL_EINVAL);
+  CHECK_RC(zkl_mutex_create(&m, c, ".", NULL), ZKL_EINVAL);
+  CHECK_RC(zkl_mutex_create(&m, c, "..", NULL), ZKL_EINVAL);
+  CHECK_RC(zkl_mutex_create(&m, c, "tab\there", NULL), ZKL_EINVAL);
+  CHECK_RC(zkl_mutex_create(&m, c, longname, NULL), ZKL_EINVAL);
+  longname[ZKL_NAME_MAX] = '\0';
+  CHECK_RC(zkl_mutex_create(&m, c, longname, NULL), ZKL_OK);
+  CHECK_RC(zkl_mutex_destroy(m), ZKL_OK);
+  m = NULL;
+  o.root = "relative";
+  CHECK_RC(zkl_mutex_create(&m, c, "x", &o), ZKL_EINVAL);
+  o.root = "/trailing/";
+  CHECK_RC(zkl_mutex_create(&m, c, "x", &o), ZKL_EINVAL);
+  o.root = "/a//b";
+  CHECK_RC(zkl_mutex_create(&m, c, "x", &o), ZKL_EINVAL);
+  o.root = "/";
+  CHECK_RC(zkl_mutex_create(&m, c, "x", &o), ZKL_EINVAL);
+  o.root = root;
+  o.data_len = ZKL_DATA_MAX + 1;
+  o.data = longname;
+  CHECK_RC(zkl_mutex_create(&m, c, "x", &o), ZKL_EINVAL);
+  o.data_len = 4;
+  o.data = NULL;
+  CHECK_RC(zkl_mutex_create(&m, c, "x", &o), ZKL_EINVAL);
+  CHECK(m == NULL);
+  CHECK_RC(zkl_mutex_lock(NULL), ZKL_EINVAL);
+  CHECK_RC(zkl_mutex_trylock(NULL), ZKL_EINVAL);
+  CHECK_RC(zkl_mutex_timedlock(NULL, 0), ZKL_EINVAL);
+  CHECK_RC(zkl_mutex_unlock(NULL), ZKL_EINVAL);
+  CHECK_RC(zkl_mutex_cancel(NULL), ZKL_EINVAL);
+  CHECK_RC(zkl_mutex_token(NULL, &tok), ZKL_EINVAL);
+  CHECK_RC(zkl_mutex_destroy(NULL), ZKL_OK);
+  CHECK_RC(zkl_client_destroy(NULL), ZKL_OK);
+  CHECK_RC(zkl_mutex_queue(c, root, "a/b", &list, &n), ZKL_EINVAL);
+  CHECK_RC(zkl_mutex_queue(NULL, root, "x", &list, &n), ZKL_EINVAL);
+
+  m = mutex(c, "bad");
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_ENOTOWNER);
+  CHECK_RC(zkl_mutex_token(m, &tok), ZKL_ENOTOWNER);
+  CHECK_RC(zkl_mutex_token(m, NULL), ZKL_EINVAL);
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  CHECK_RC(zkl_mutex_node_path(m, buf, sizeof buf), ZKL_EINVAL);
+  CHECK_RC(zkl_client_destroy(c), ZKL_EBUSY); /* a mutex is still alive */
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_ENOTOWNER);
+  CHECK_RC(zkl_mutex_queue(c, root, "never-used", &list, &n), ZKL_OK);
+  CHECK(list == NULL && n == 0);
+  zkl_mutex_destroy(m);
+  CHECK_RC(zkl_client_destroy(c), ZKL_OK);
+}
+
+static void test_unreachable(void) {
+  zkl_client_t *c = NULL;
+  zkl_client_options_t o = {0};
+  int64_t t0 = zkl_now_ms();
+  o.connect_timeout_ms = 1500;
+  CHECK_RC(zkl_client_create(&c, "127.0.0.1:1", &o), ZKL_ECONNECT);
+  CHECK(c == NULL);
+  CHECK_INT(zkl_now_ms() - t0, <, 6000);
+}
+
+static void test_parent_recreated_tokens_increase(void) {
+  zkl_client_t *c = client(10000);
+  zkl_mutex_t *m;
+  uint64_t t1 = 0, t2 = 0;
+  char dir[256];
+  new_root();
+  m = mutex(c, "recreate");
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  CHECK_RC(zkl_mutex_token(m, &t1), ZKL_OK);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  snprintf(dir, sizeof dir, "%s/recreate", root);
+  CHECK_INT(zoo_delete(admin, dir, -1), ==, ZOK);
+  CHECK_INT(zoo_create(admin, dir, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),
+            ==, ZOK);
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  CHECK_RC(zkl_mutex_token(m, &t2), ZKL_OK);
+  CHECK(t2 > t1);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  /* and once more with the parent gone entirely: it is created again */
+  CHECK_INT(zoo_delete(admin, dir, -1), ==, ZOK);
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  CHECK_RC(zkl_mutex_token(m, &t1), ZKL_OK);
+  CHECK(t1 > t2);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  zkl_mutex_destroy(m);
+  zkl_client_destroy(c);
+}
+
+struct states {
+  pthread_mutex_t mu;
+  int seen[8];
+  int n;
+};
+
+static void on_state(zkl_mutex_t *m, int state, uint64_t token, void *ctx) {
+  struct states *s = ctx;
+  (void)m, (void)token;
+  pthread_mutex_lock(&s->mu);
+  if (s->n < 8)
+    s->seen[s->n++] = state;
+  pthread_mutex_unlock(&s->mu);
+}
+
+static int last_state(struct states *s) {
+  int v;
+  pthread_mutex_lock(&s->mu);
+  v = s->n ? s->seen[s->n - 1] : -1;
+  pthread_mutex_unlock(&s->mu);
+  return v;
+}
+
+static void test_node_deleted_is_lost(void) {
+  zkl_client_t *c = client(10000);
+  zkl_mutex_t *m = NULL;
+  zkl_mutex_options_t o = {0};
+  struct states st = {PTHREAD_MUTEX_INITIALIZER, {0}, 0};
+  char path[256];
+  new_root();
+  o.root = root;
+  o.state_fn = on_state;
+  o.state_ctx = &st;
+  CHECK_RC(zkl_mutex_create(&m, c, "gone", &o), ZKL_OK);
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  WAIT_FOR(last_state(&st) == ZKL_STATE_HELD, 2000);
+  CHECK_INT(last_state(&st), ==, ZKL_STATE_HELD);
+  CHECK_RC(zkl_mutex_node_path(m, path, sizeof path), ZKL_OK);
+  CHECK_INT(zoo_delete(admin, path, -1), ==, ZOK);
+  WAIT_FOR(zkl_mutex_state(m) == ZKL_STATE_LOST, 5000);
+  CHECK_INT(zkl_mutex_state(m), ==, ZKL_STATE_LOST);
+  WAIT_FOR(last_state(&st) == ZKL_STATE_LOST, 2000);
+  CHECK_INT(last_state(&st), ==, ZKL_STATE_LOST);
+  CHECK_RC(zkl_mutex_lock(m), ZKL_ELOST); /* nested call on a lost hold */
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_ELOST);
+  CHECK_INT(zkl_mutex_state(m), ==, ZKL_STATE_NONE);
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  CHECK_RC(zkl_mutex_destroy(m), ZKL_OK);
+  zkl_client_destroy(c);
+}
+
+static void test_queue_listing(void) {
+  zkl_client_t *a = client(10000), *b = client(10000);
+  zkl_mutex_t *ma = NULL, *mb;
+  zkl_mutex_options_t o = {0};
+  zkl_contender_t *list = NULL;
+  size_t n = 0;
+  struct waiter w = {0};
+  pthread_t t;
+  uint64_t tok;
+  new_root();
+  o.root = root;
+  o.data = "job-42";
+  o.data_len = 6;
+  CHECK_RC(zkl_mutex_create(&ma, a, "list", &o), ZKL_OK);
+  mb = mutex(b, "list");
+  CHECK_RC(zkl_mutex_lock(ma), ZKL_OK);
+  CHECK_RC(zkl_mutex_token(ma, &tok), ZKL_OK);
+  w.m = mb;
+  pthread_create(&t, NULL, lock_thread, &w);
+  WAIT_FOR(queue_len("list") == 2, 5000);
+  CHECK_RC(zkl_mutex_queue(a, root, "list", &list, &n), ZKL_OK);
+  CHECK_INT(n, ==, 2);
+  if (n == 2) {
+    CHECK_INT(list[0].czxid, ==, tok);
+    CHECK_INT(list[0].pid, ==, getpid());
+    CHECK(list[0].host != NULL);
+    CHECK_INT(list[0].data_len, ==, 6);
+    CHECK(list[0].data && memcmp(list[0].data, "job-42", 6) == 0);
+    CHECK_INT(list[0].owner, ==, zkl_client_session_id(a));
+    CHECK_INT(list[1].owner, ==, zkl_client_session_id(b));
+    CHECK(list[1].czxid > list[0].czxid);
+    CHECK(list[1].data == NULL);
+  }
+  zkl_contenders_free(list, n);
+  CHECK_RC(zkl_mutex_unlock(ma), ZKL_OK);
+  pthread_join(t, NULL);
+  CHECK_RC(w.rc, ZKL_OK);
+  zkl_mutex_destroy(ma);
+  zkl_mutex_destroy(mb);
+  zkl_client_destroy(a);
+  zkl_client_destroy(b);
+}
+
+static void cleanup_tree(const char *path) {
+  struct String_vector v;
+  int i;
+  if (zoo_get_children(admin, path, 0, &v) == ZOK) {
+    for (i = 0; i < v.count; i++) {
+      char child[512];
+      snprintf(child, sizeof child, "%s/%s", path, v.data[i]);
+      cleanup_tree(child);
+    }
+    deallocate_String_vector(&v);
+  }
+  zoo_delete(admin, path, -1);
+}
+
+int main(void) {
+  int i;
+  servers = getenv("ZKL_TEST_SERVERS");
+  if (!servers || !*servers) {
+    fprintf(stderr, "ZKL_TEST_SERVERS is not set: skipping\n");
+    return 77;
+  }
+  zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+  admin = zookeeper_init2(servers, admin_watcher, 10000, NULL, NULL, 0,
+                          quiet_zk_log);
+  if (!admin)
+    return 1;
+  RUN(test_basic_cycle);
+  RUN(test_reentrant_costs_no_request);
+  RUN(test_try_and_timed);
+  RUN(test_cancel);
+  RUN(test_fifo);
+  RUN(test_threads_exclude);
+  RUN(test_bad_input);
+  RUN(test_unreachable);
+  RUN(test_parent_recreated_tokens_increase);
+  RUN(test_node_deleted_is_lost);
+  RUN(test_queue_listing);
+  for (i = 1; i <= root_no; i++) {
+    snprintf(root, sizeof root, "/zkltest-%ld-%d", (long)getpid(), i);
+    cleanup_tree(root);
+  }
+  zookeeper_close(admin);
+  return CHECK_DONE();
+}
