@@ -55,28 +55,37 @@ int zkl__valid_root(const char *root) {
 }
 
 /* A contender's node name ends with <marker><seq>, where the server printed
- * seq as %010d (a negative value after the 32-bit counter wraps prints as
- * '-' and 9 digits). Other children are not contenders and are ignored. */
+ * seq with %010d: 10 digits, or after the parent's signed 32-bit counter
+ * wraps, '-' and 9 or 10 digits. Other children are not contenders and are
+ * ignored. */
 int zkl__seq_parse(const char *node, const char *marker, int32_t *seq) {
-  size_t n = strlen(node), m = strlen(marker);
-  const char *s;
-  long v = 0;
-  int i, neg = 0;
-  if (n < m + ZKL__SEQ_LEN)
+  size_t m = strlen(marker), n;
+  const char *s = NULL, *p;
+  int64_t v = 0;
+  int neg = 0;
+  for (p = strstr(node, marker); p; p = strstr(p + 1, marker))
+    s = p + m; /* the last occurrence: a guid may not contain it, but be safe */
+  if (!s)
     return 0;
-  s = node + n - ZKL__SEQ_LEN;
-  if (memcmp(s - m, marker, m) != 0)
-    return 0;
-  for (i = 0; i < ZKL__SEQ_LEN; i++) {
-    if (i == 0 && s[i] == '-') {
-      neg = 1;
-      continue;
-    }
-    if (s[i] < '0' || s[i] > '9')
+  n = strlen(s);
+  if (*s == '-') {
+    neg = 1;
+    s++;
+    n--;
+    if (n != 9 && n != 10)
       return 0;
-    v = v * 10 + (s[i] - '0');
+  } else if (n != ZKL__SEQ_LEN) {
+    return 0;
   }
-  *seq = (int32_t)(neg ? -v : v);
+  for (p = s; *p; p++) {
+    if (*p < '0' || *p > '9')
+      return 0;
+    v = v * 10 + (*p - '0');
+  }
+  v = neg ? -v : v;
+  if (v < INT32_MIN || v > INT32_MAX)
+    return 0;
+  *seq = (int32_t)v;
   return 1;
 }
 

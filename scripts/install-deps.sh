@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# install-deps.sh: install what building and testing zklock needs on Debian 12.
+#
+# Idempotent and quiet when everything is already installed, so CI and
+# developers can run it unconditionally.  Needs root only when something is
+# actually missing.
+set -eu
+
+PACKAGES="build-essential autoconf automake libtool pkg-config
+libzookeeper-mt-dev zookeeper default-jre-headless procps iproute2 valgrind"
+
+missing=""
+for p in $PACKAGES; do
+  # "install ok installed" is the only state in which the files are usable;
+  # half-configured or removed-but-config-kept packages count as missing.
+  st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [ "$st" = "install ok installed" ] || missing="${missing:+$missing }$p"
+done
+
+[ -n "$missing" ] || exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps.sh: missing packages: $missing" >&2
+  echo "run as root:  apt-get update && apt-get install -y --no-install-recommends $missing" >&2
+  exit 1
+fi
+
+echo "install-deps.sh: installing: $missing" >&2
+# A fresh container has empty package lists, so update before installing;
+# skipped entirely above when nothing is missing to keep reruns offline.
+apt-get update
+# shellcheck disable=SC2086 # $missing is a space-separated package list
+DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# test.sh: install, build and run every test on a fresh Debian machine (as
+# root). Each integration test starts its own real 3-node ZooKeeper
+# ensemble on loopback (scripts/with-ensemble.sh) unless ZKL_TEST_SERVERS
+# names one.
+#
+#   sudo bash scripts/test.sh          # -Werror build + ASan/UBSan build
+#   ZKL_TSAN=1 ... also a ThreadSanitizer build
+#   ZKL_DISTCHECK=1 ... also `make distcheck`
+#   ZKL_FAST=1 ... only the -Werror build
+# In CI (CI=true) a skipped test counts as a failure: an integration test
+# that could not reach its ensemble proved nothing.
+set -eu
+top=$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)
+cd "$top"
+bash scripts/install-deps.sh
+
+passed=0 failed=0 skipped=0
+# run_suite NAME CONFIGURE-ARGS...: build in build/NAME and run make check.
+run_suite() {
+  local name=$1 log p f s
+  shift
+  echo "== $name: configure $*"
+  bash scripts/build.sh "build/$name" --enable-werror "$@"
+  log=build/$name/check.out
+  echo "== $name: make check"
+  if (cd "build/$name" && make check >"$top/$log" 2>&1); then :; fi
+  grep -E '^(PASS|FAIL|SKIP|XFAIL|XPASS|ERROR):' "$log" || true
+  p=$(sed -n 's/^# PASS: *//p' "$log" | tail -1)
+  f=$(sed -n 's/^# \(FAIL\|ERROR\|XPASS\): *//p' "$log" | awk '{s += $1} END {print s + 0}')
+  s=$(sed -n 's/^# SKIP: *//p' "$log" | tail -1)
+  if [ -z "$p" ]; then
+    echo "!! $name: make check did not run the suite; its output:"
+    tail -40 "$log"
+    f=$((f + 1))
+  fi
+  if [ "$f" -gt 0 ]; then
+    for t in build/"$name"/tests/*.log; do
+      grep -q '^:test-result: \(FAIL\|ERROR\)' "${t%.log}.trs" 2>/dev/null || continue
+      echo "---- $t"
+      tail -60 "$t"
+    done
+  fi
+  passed=$((passed + ${p:-0})) failed=$((failed + f)) skipped=$((skipped + ${s:-0}))
+}
+
+run_suite normal
+if [ -z "${ZKL_FAST:-}" ]; then
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    run_suite asan --enable-asan
+fi
+if [ -n "${ZKL_TSAN:-}" ]; then
+  TSAN_OPTIONS=halt_on_error=1 run_suite tsan --enable-tsan
+fi
+if [ -n "${ZKL_DISTCHECK:-}" ]; then
+  echo "== make distcheck"
+  if (cd build/normal && make distcheck >distcheck.out 2>&1); then
+    passed=$((passed + 1))
+    grep -E 'archives ready for distribution' -A2 build/normal/distcheck.out || true
+  else
+    tail -40 build/normal/distcheck.out
+    failed=$((failed + 1))
+  fi
+fi
+if [ "${CI:-}" = true ] && [ "$skipped" -gt 0 ]; then
+  echo "!! $skipped test(s) skipped: in CI that is a failure"
+  failed=$((failed + skipped))
+fi
+echo "tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,118 @@
+/* unit.c: pure functions, no server needed. */
+#include <stdlib.h>
+
+#include "../lib/internal.h"
+#include "check.h"
+
+static void test_seq_parse(void) {
+  int32_t s = 0;
+  CHECK(zkl__seq_parse("abc-lock-0000000042", "-lock-", &s));
+  CHECK_INT(s, ==, 42);
+  CHECK(zkl__seq_parse("g-lock-2147483647", "-lock-", &s));
+  CHECK_INT(s, ==, 2147483647);
+  /* after the parent's signed 32-bit counter wraps, %010d prints this */
+  CHECK(zkl__seq_parse("g-lock--000000005", "-lock-", &s));
+  CHECK_INT(s, ==, -5);
+  CHECK(zkl__seq_parse("g-lock--2147483648", "-lock-", &s));
+  CHECK_INT(s, ==, -2147483647 - 1);
+  CHECK(!zkl__seq_parse("g-lock--2147483649", "-lock-", &s));
+  CHECK(!zkl__seq_parse("g-lock-12147483647", "-lock-", &s));
+  CHECK(zkl__seq_parse("_c_9f-lock-0000000007", "-lock-", &s));
+  CHECK_INT(s, ==, 7);
+  CHECK(!zkl__seq_parse("g-read-0000000042", "-lock-", &s));
+  CHECK(!zkl__seq_parse("g-lock-00000000x2", "-lock-", &s));
+  CHECK(!zkl__seq_parse("g-lock-42", "-lock-", &s));
+  CHECK(!zkl__seq_parse("", "-lock-", &s));
+}
+
+static void test_serial_order(void) {
+  CHECK(zkl__seq_before(1, 2));
+  CHECK(!zkl__seq_before(2, 1));
+  CHECK(!zkl__seq_before(5, 5));
+  /* across the wrap: 2147483647 comes before -2147483648 and -5 */
+  CHECK(zkl__seq_before(2147483647, (int32_t)-2147483647 - 1));
+  CHECK(zkl__seq_before(2147483600, -2147483640));
+  CHECK(!zkl__seq_before(-2147483640, 2147483600));
+  /* a string sort would put "-000000005" first: that is the bug avoided */
+}
+
+static void test_names(void) {
+  char big[ZKL_NAME_MAX + 2];
+  memset(big, 'n', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  CHECK(zkl__valid_name("orders"));
+  CHECK(zkl__valid_name("a.b-c_d:e"));
+  CHECK(!zkl__valid_name(NULL));
+  CHECK(!zkl__valid_name(""));
+  CHECK(!zkl__valid_name("a/b"));
+  CHECK(!zkl__valid_name("."));
+  CHECK(!zkl__valid_name(".."));
+  CHECK(!zkl__valid_name("new\nline"));
+  CHECK(!zkl__valid_name(big));
+  big[ZKL_NAME_MAX] = '\0';
+  CHECK(zkl__valid_name(big));
+  CHECK(zkl__valid_root("/locks"));
+  CHECK(zkl__valid_root("/a/b/c"));
+  CHECK(!zkl__valid_root(NULL));
+  CHECK(!zkl__valid_root(""));
+  CHECK(!zkl__valid_root("/"));
+  CHECK(!zkl__valid_root("locks"));
+  CHECK(!zkl__valid_root("/locks/"));
+  CHECK(!zkl__valid_root("/a//b"));
+  CHECK(!zkl__valid_root("/a/../b"));
+}
+
+static void test_errors(void) {
+  CHECK_STR(zkl_err_name(ZKL_OK), "ZKL_OK");
+  CHECK_STR(zkl_err_name(ZKL_ETIMEDOUT), "ZKL_ETIMEDOUT");
+  CHECK_STR(zkl_err_name(ZKL_ENOTHELD), "ZKL_ENOTHELD");
+  CHECK_STR(zkl_err_name(ZCONNECTIONLOSS), "ZCONNECTIONLOSS");
+  CHECK_STR(zkl_err_name(ZNONODE), "ZNONODE");
+  CHECK_STR(zkl_err_name(12345), "ZKL_UNKNOWN");
+  CHECK_STR(zkl_strerror(ZKL_ELOST),
+            "lock was lost (session expired or lock node deleted)");
+  CHECK_STR(zkl_strerror(ZNONODE), zerror(ZNONODE));
+  CHECK_STR(zkl_strerror(-99999), "unknown error");
+  CHECK_STR(zkl_strerror(ZKL_OK), "success");
+  /* codes are part of the ABI: never renumbered */
+  CHECK_INT(ZKL_EINVAL, ==, -1001);
+  CHECK_INT(ZKL_ELOST, ==, -1007);
+  CHECK_STR(zkl_lock_state_name(ZKL_STATE_AT_RISK), "AT_RISK");
+  CHECK_STR(zkl_lock_state_name(99), "UNKNOWN");
+  CHECK_STR(zkl_version(), ZKL_VERSION_STRING);
+  CHECK(ZKL_AT_LEAST_VERSION(0, 1, 0));
+}
+
+static void test_guid_and_data(void) {
+  char a[ZKL__GUID_LEN + 1], b[ZKL__GUID_LEN + 1];
+  char *d = NULL;
+  size_t n = 0;
+  CHECK_RC(zkl__guid(a), ZKL_OK);
+  CHECK_RC(zkl__guid(b), ZKL_OK);
+  CHECK_INT(strlen(a), ==, ZKL__GUID_LEN);
+  CHECK(strcmp(a, b) != 0);
+  CHECK_RC(zkl__node_data("xy", 2, &d, &n), ZKL_OK);
+  CHECK(d && strncmp(d, "zklock 1\nhost=", 14) == 0);
+  CHECK(d && n > 2 && memcmp(d + n - 4, "\n\nxy", 4) == 0);
+  free(d);
+}
+
+static void test_handles(void) {
+  int x, y;
+  CHECK_RC(zkl__handle_add(&x), ZKL_OK);
+  CHECK(zkl__handle_live(&x));
+  CHECK(!zkl__handle_live(&y));
+  CHECK(zkl__handle_remove(&x));
+  CHECK(!zkl__handle_remove(&x));
+  CHECK(!zkl__handle_live(&x));
+}
+
+int main(void) {
+  RUN(test_seq_parse);
+  RUN(test_serial_order);
+  RUN(test_names);
+  RUN(test_errors);
+  RUN(test_guid_and_data);
+  RUN(test_handles);
+  return CHECK_DONE();
+}
