@@ -9,6 +9,10 @@ cd "$top"
 if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt Makefile.in ]; then
   autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
 fi
+if [ -f config.status ]; then
+  echo "build.sh: the source tree itself is configured; run 'make distclean' in it first" >&2
+  exit 1
+fi
 mkdir -p "$dir"
 cd "$dir"
 if [ ! -f Makefile ] || [ "$top/configure" -nt Makefile ]; then
