@@ -472,14 +472,15 @@ static int new_session(zkl_client_t *c) {
 }
 
 /* When holds still AT_RISK must be called LOST: the server may expire the
- * session once it has heard nothing for the session timeout. The client
- * notices silence after 2/3 of it, so a third after the disconnect is the
- * latest safe moment. 0 = no such deadline. */
+ * session once it has heard nothing from us for the session timeout T. The
+ * client notices silence after 2T/3 without a reply, so the server's expiry
+ * comes at the earliest T/3 after the disconnect, less the time our last
+ * reply spent in flight: T/20 of slack covers that. 0 = no such deadline. */
 static int64_t lost_deadline(const zkl_client_t *c) {
   int t = c->timeout_neg > 0 ? c->timeout_neg : c->timeout_req;
   if (c->state != ZKL_CLIENT_CONNECTING || c->disconnected_at == 0)
     return 0;
-  return c->disconnected_at + t / 3;
+  return c->disconnected_at + t / 3 - t / 20;
 }
 
 static void expire_at_risk(zkl_client_t *c) {

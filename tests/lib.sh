@@ -43,6 +43,18 @@ wait_line() {
   return 1
 }
 
+# wait_after FILE REGEX1 REGEX2 SECONDS: wait for a REGEX2 line after a
+# REGEX1 line.
+wait_after() {
+  local f=$1 end=$((SECONDS + $4))
+  while [ $SECONDS -lt $end ]; do
+    awk -v a="$2" -v b="$3" '$0 ~ a { s = 1; next } s && $0 ~ b { f = 1 }
+      END { exit !f }' "$f" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 # token_of FILE: the token of the HELD line.
 token_of() { sed -n 's/^HELD token=\([0-9]*\).*/\1/p' "$1" | head -1; }
 

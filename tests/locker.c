@@ -13,7 +13,10 @@
  *     Acquires (giving up after -W seconds: exit 2), prints
  *     "HELD token=T node=PATH", then holds for -H seconds or until the
  *     hold is LOST, printing "STATE <name>" on every change; finally
- *     unlocks and prints "RELEASED <code name>".
+ *     unlocks and prints "RELEASED <code name>". With -A, it then acquires
+ *     once more (on the same client, so after an expiry on a new session)
+ *     and prints "REACQUIRED token=T". With -K it stays alive (session
+ *     open) until -H seconds have passed, even after a loss.
  *
  *   locker list -s HOSTS -r ROOT -n NAME
  *     Prints "contenders=N", then one "seq token pid" line per contender.
@@ -35,7 +38,7 @@
 
 static const char *hosts, *root = "/locks", *name, *dir;
 static int threads = 1, cycles = 10, session_ms = 10000, usec = 1000;
-static int wait_secs = -1, hold_secs = 0;
+static int wait_secs = -1, hold_secs = 0, again = 0, keep = 0;
 static zkl_client_t *client;
 static zkl_mutex_t *mutex;
 static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -195,6 +198,20 @@ static int do_hold(void) {
   pthread_mutex_unlock(&st_mu);
   rc = zkl_mutex_unlock(mutex);
   say("RELEASED %s\n", zkl_err_name(rc));
+  pthread_mutex_lock(&st_mu);
+  while (keep && pthread_cond_timedwait(&st_cv, &st_mu, &ts) != ETIMEDOUT)
+    ;
+  pthread_mutex_unlock(&st_mu);
+  if (again) {
+    rc = zkl_mutex_timedlock(mutex, zkl_now_ms() + 30000);
+    if (rc != ZKL_OK) {
+      say("NOT REACQUIRED %s\n", zkl_err_name(rc));
+      return 1;
+    }
+    zkl_mutex_token(mutex, &token);
+    say("REACQUIRED token=%" PRIu64 "\n", token);
+    zkl_mutex_unlock(mutex);
+  }
   return 0;
 }
 
@@ -218,7 +235,7 @@ int main(int argc, char **argv) {
   zkl_mutex_options_t mo = {0};
   const char *mode = argc > 1 ? argv[1] : "";
   int opt, rc;
-  while ((opt = getopt(argc - 1, argv + 1, "s:r:n:d:t:c:T:u:W:H:")) != -1) {
+  while ((opt = getopt(argc - 1, argv + 1, "s:r:n:d:t:c:T:u:W:H:AK")) != -1) {
     switch (opt) {
     case 's': hosts = optarg; break;
     case 'r': root = optarg; break;
@@ -230,6 +247,8 @@ int main(int argc, char **argv) {
     case 'u': usec = atoi(optarg); break;
     case 'W': wait_secs = atoi(optarg); break;
     case 'H': hold_secs = atoi(optarg); break;
+    case 'A': again = 1; break;
+    case 'K': keep = 1; break;
     default: return 2;
     }
   }
