@@ -21,11 +21,14 @@
 
 #define MAGIC_CLIENT 0x7a6b6c63u
 
-/* A state change waiting for delivery to a queue's recipe. */
+/* A state change waiting for delivery to a queue's recipe, or (q NULL) a
+ * log line for the hook. */
 struct zkl__event {
   zkl__queue_t *q;
   int state;
   uint64_t token;
+  int level;
+  char *msg;
   struct zkl__event *next;
 };
 
@@ -54,6 +57,34 @@ void zkl__log(zkl_client_t *c, int level, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   c->log_fn(c->log_ctx, level, msg);
+}
+
+static void enqueue(zkl_client_t *c, struct zkl__event *ev) {
+  if (c->evq_tail)
+    c->evq_tail->next = ev;
+  else
+    c->evq_head = ev;
+  c->evq_tail = ev;
+  pthread_cond_broadcast(&c->cv);
+}
+
+/* Under c->mu, where the hook must not run: the event thread delivers it. */
+void zkl__post_log(zkl_client_t *c, int level, const char *fmt, ...) {
+  struct zkl__event *ev;
+  char msg[512];
+  va_list ap;
+  if (!c->log_fn || level > c->log_level)
+    return;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  ev = calloc(1, sizeof *ev);
+  if (!ev || !(ev->msg = zkl__strdup(msg))) {
+    free(ev);
+    return;
+  }
+  ev->level = level;
+  enqueue(c, ev);
 }
 
 /* ZooKeeper's own log lines have no context pointer to route them to a
@@ -140,12 +171,7 @@ void zkl__post_state(zkl_client_t *c, zkl__acq_t *a, int state) {
   ev->state = state;
   ev->token = (uint64_t)a->czxid;
   a->q->cb_refs++;
-  if (c->evq_tail)
-    c->evq_tail->next = ev;
-  else
-    c->evq_head = ev;
-  c->evq_tail = ev;
-  pthread_cond_broadcast(&c->cv);
+  enqueue(c, ev);
 }
 
 void zkl__set_state(zkl_client_t *c, zkl__acq_t *a, int state) {
@@ -220,6 +246,7 @@ static void defer(zkl_client_t *c, zkl__session_t *s, const char *path,
 }
 
 void zkl__defer_delete(zkl_client_t *c, zkl__session_t *s, const char *path) {
+  zkl__post_log(c, ZKL_LOG_INFO, "%s: will be deleted once connected", path);
   defer(c, s, path, NULL, NULL);
 }
 
@@ -347,6 +374,8 @@ static void on_connected(zkl_client_t *c, zkl__session_t *s) {
   c->disconnected_at = 0;
   c->timeout_neg = zoo_recv_timeout(s->zh);
   atomic_store(&c->session_id, s->id);
+  zkl__post_log(c, ZKL_LOG_INFO, "connected: session 0x%llx, timeout %d ms",
+                (unsigned long long)s->id, c->timeout_neg);
   verify_holds(c, s);
 }
 
@@ -356,6 +385,7 @@ static void on_disconnected(zkl_client_t *c, zkl__session_t *s) {
     return;
   c->state = ZKL_CLIENT_CONNECTING;
   c->disconnected_at = zkl_now_ms();
+  zkl__post_log(c, ZKL_LOG_WARN, "disconnected: holds are AT_RISK");
   for (a = c->acqs; a; a = a->next)
     if (a->sess == s &&
         atomic_load_explicit(&a->state, memory_order_relaxed) ==
@@ -367,6 +397,9 @@ static void on_expired(zkl_client_t *c, zkl__session_t *s) {
   zkl__acq_t *a;
   c->state = ZKL_CLIENT_EXPIRED;
   c->disconnected_at = 0;
+  zkl__post_log(c, ZKL_LOG_WARN,
+                "session 0x%llx expired: holds LOST, making a new session",
+                (unsigned long long)s->id);
   atomic_store(&c->session_id, 0);
   for (a = c->acqs; a; a = a->next) {
     if (a->sess != s)
@@ -438,8 +471,11 @@ void zkl__path_watcher(zhandle_t *zh, int type, int state, const char *path,
       pthread_cond_broadcast(&a->cv);
     }
     if (type == ZOO_DELETED_EVENT && a->path && is_hold(a) &&
-        strcmp(a->path, path) == 0)
+        strcmp(a->path, path) == 0) {
+      zkl__post_log(c, ZKL_LOG_WARN, "%s: deleted by someone else: LOST",
+                    path);
       lose(c, a);
+    }
   }
   pthread_mutex_unlock(&c->mu);
 }
@@ -493,6 +529,10 @@ static void expire_at_risk(zkl_client_t *c) {
        * queue: delete it once connected. */
       if (a->path)
         zkl__defer_delete(c, a->sess, a->path);
+      zkl__post_log(c, ZKL_LOG_WARN,
+                    "%s: LOST, disconnected too long for the session to be "
+                    "trusted",
+                    a->path ? a->path : a->q->dir);
       lose(c, a);
     }
   c->disconnected_at = 0;
@@ -505,10 +545,14 @@ static void deliver_one(zkl_client_t *c) {
     c->evq_tail = NULL;
   delivered_freed = 0;
   pthread_mutex_unlock(&c->mu);
-  ev->q->notify(ev->q, ev->state, ev->token);
+  if (ev->q)
+    ev->q->notify(ev->q, ev->state, ev->token);
+  else
+    c->log_fn(c->log_ctx, ev->level, ev->msg);
   pthread_mutex_lock(&c->mu);
-  if (!delivered_freed)
+  if (ev->q && !delivered_freed)
     ev->q->cb_refs--;
+  free(ev->msg);
   free(ev);
   pthread_cond_broadcast(&c->cv);
 }
@@ -631,6 +675,7 @@ static void client_teardown(zkl_client_t *c) {
   while (c->evq_head) {
     struct zkl__event *ev = c->evq_head;
     c->evq_head = ev->next;
+    free(ev->msg);
     free(ev);
   }
   pthread_mutex_unlock(&c->mu);

@@ -132,6 +132,9 @@ struct zkl_client {
 
 ZKL__HIDDEN void zkl__log(zkl_client_t *c, int level, const char *fmt, ...)
     ZKL__PRINTF(3, 4);
+/* The same from under c->mu: delivered by the event thread. */
+ZKL__HIDDEN void zkl__post_log(zkl_client_t *c, int level, const char *fmt,
+                               ...) ZKL__PRINTF(3, 4);
 
 /* Under c->mu. */
 ZKL__HIDDEN zkl__session_t *zkl__session_get(zkl_client_t *c);

@@ -493,6 +493,54 @@ static void test_queue_listing(void) {
   zkl_client_destroy(b);
 }
 
+struct logbuf {
+  pthread_mutex_t mu;
+  char text[4096];
+};
+
+static void log_hook(void *ctx, int level, const char *msg) {
+  struct logbuf *b = ctx;
+  pthread_mutex_lock(&b->mu);
+  if (level >= ZKL_LOG_ERROR && level <= ZKL_LOG_DEBUG &&
+      strlen(b->text) + strlen(msg) + 2 < sizeof b->text) {
+    strcat(b->text, msg);
+    strcat(b->text, "\n");
+  }
+  pthread_mutex_unlock(&b->mu);
+}
+
+static int log_has(struct logbuf *b, const char *what) {
+  int v;
+  pthread_mutex_lock(&b->mu);
+  v = strstr(b->text, what) != NULL;
+  pthread_mutex_unlock(&b->mu);
+  return v;
+}
+
+static void test_log_hook(void) {
+  static struct logbuf b = {PTHREAD_MUTEX_INITIALIZER, ""};
+  zkl_client_options_t o = {0};
+  zkl_client_t *c = NULL, *other = client(10000);
+  zkl_mutex_t *m, *mo;
+  new_root();
+  o.log_fn = log_hook;
+  o.log_ctx = &b;
+  o.log_level = ZKL_LOG_DEBUG;
+  CHECK_RC(zkl_client_create(&c, servers, &o), ZKL_OK);
+  WAIT_FOR(log_has(&b, "connected: session 0x"), 3000);
+  CHECK(log_has(&b, "connected: session 0x"));
+  m = mutex(c, "logged");
+  mo = mutex(other, "logged");
+  CHECK_RC(zkl_mutex_lock(mo), ZKL_OK);
+  CHECK_RC(zkl_mutex_timedlock(m, zkl_now_ms() + 300), ZKL_ETIMEDOUT);
+  CHECK(log_has(&b, "ZKL_ETIMEDOUT"));
+  CHECK_RC(zkl_mutex_unlock(mo), ZKL_OK);
+  zkl_mutex_destroy(m);
+  zkl_mutex_destroy(mo);
+  zkl_client_destroy(c);
+  zkl_client_destroy(other);
+}
+
 static void cleanup_tree(const char *path) {
   struct String_vector v;
   int i;
@@ -530,6 +578,7 @@ int main(void) {
   RUN(test_parent_recreated_tokens_increase);
   RUN(test_node_deleted_is_lost);
   RUN(test_queue_listing);
+  RUN(test_log_hook);
   for (i = 1; i <= root_no; i++) {
     snprintf(root, sizeof root, "/zkltest-%ld-%d", (long)getpid(), i);
     cleanup_tree(root);
