@@ -48,14 +48,19 @@ struct zkl__pdel {
 
 /* ---- logging ------------------------------------------------------------- */
 
+#define FORMAT_OR_RETURN(c, level, fmt, msg)                                   \
+  do {                                                                         \
+    va_list ap;                                                                \
+    if (!(c)->log_fn || (level) > (c)->log_level)                              \
+      return;                                                                  \
+    va_start(ap, fmt);                                                         \
+    vsnprintf(msg, sizeof msg, fmt, ap);                                       \
+    va_end(ap);                                                                \
+  } while (0)
+
 void zkl__log(zkl_client_t *c, int level, const char *fmt, ...) {
   char msg[512];
-  va_list ap;
-  if (!c->log_fn || level > c->log_level)
-    return;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
+  FORMAT_OR_RETURN(c, level, fmt, msg);
   c->log_fn(c->log_ctx, level, msg);
 }
 
@@ -72,12 +77,7 @@ static void enqueue(zkl_client_t *c, struct zkl__event *ev) {
 void zkl__post_log(zkl_client_t *c, int level, const char *fmt, ...) {
   struct zkl__event *ev;
   char msg[512];
-  va_list ap;
-  if (!c->log_fn || level > c->log_level)
-    return;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
+  FORMAT_OR_RETURN(c, level, fmt, msg);
   ev = calloc(1, sizeof *ev);
   if (!ev || !(ev->msg = zkl__strdup(msg))) {
     free(ev);

@@ -6,18 +6,6 @@
 
 #include "internal.h"
 
-typedef struct {
-  int32_t seq;
-  char *name;
-} item_t;
-
-static int item_cmp(const void *x, const void *y) {
-  const item_t *a = x, *b = y;
-  if (a->seq == b->seq)
-    return strcmp(a->name, b->name);
-  return zkl__seq_before(a->seq, b->seq) ? -1 : 1;
-}
-
 /* Our node data: "zklock 1\nhost=..\npid=..\nthread=..\n\n<caller data>".
  * Anything else (another library's node) is kept whole as caller data. */
 static int parse_data(zkl_contender_t *e, const char *d, size_t len) {
@@ -65,7 +53,8 @@ void zkl_contenders_free(zkl_contender_t *list, size_t count) {
 
 /* Sends one getData per contender back to back, then waits for all. */
 static int read_all(zkl_client_t *c, zkl__session_t *s, const char *dir,
-                    item_t *it, int n, zkl_contender_t *out, size_t *count) {
+                    const zkl__entry_t *it, int n, zkl_contender_t *out,
+                    size_t *count) {
   pthread_cond_t cv;
   zkl__call_t *calls = calloc((size_t)n, sizeof *calls);
   zkl__call_t **ptrs = calloc((size_t)n, sizeof *ptrs);
@@ -93,13 +82,13 @@ static int read_all(zkl_client_t *c, zkl__session_t *s, const char *dir,
     zkl__call_t *cl = &calls[i];
     if (rc == ZKL_OK && cl->rc == ZOK) {
       zkl_contender_t *e = &out[k++];
-      e->node = it[i].name;
-      it[i].name = NULL;
+      e->node = zkl__strdup(it[i].name);
       e->seq = it[i].seq;
       e->czxid = cl->stat.czxid;
       e->ctime_ms = cl->stat.ctime;
       e->owner = cl->stat.ephemeralOwner;
-      rc = parse_data(e, cl->data, (size_t)cl->data_len);
+      rc = e->node ? parse_data(e, cl->data, (size_t)cl->data_len)
+                   : ZKL_ENOMEM;
     } else if (rc == ZKL_OK && cl->rc != ZNONODE) {
       rc = cl->rc; /* a node that vanished is simply left out */
     }
@@ -116,9 +105,10 @@ int zkl__queue_list(zkl_client_t *c, const char *dir, const char *marker,
   pthread_cond_t cv;
   zkl__call_t ls, *ptrs[1] = {&ls};
   zkl__session_t *s;
-  item_t *it = NULL;
+  zkl__entry_t *it = NULL;
   zkl_contender_t *res = NULL;
-  int i, n = 0, rc;
+  int n, rc;
+  *count = 0;
   if (zkl__cond_init(&cv) != ZKL_OK)
     return ZKL_ESYSTEM;
   pthread_mutex_lock(&c->mu);
@@ -131,23 +121,10 @@ int zkl__queue_list(zkl_client_t *c, const char *dir, const char *marker,
   pthread_mutex_unlock(&c->mu);
   rc = ls.rc == ZNONODE ? ZOK : ls.rc;
   if (rc == ZOK && ls.kids.count > 0) {
-    it = calloc((size_t)ls.kids.count, sizeof *it);
-    res = calloc((size_t)ls.kids.count, sizeof *res);
-    if (!it || !res)
-      rc = ZKL_ENOMEM;
-    for (i = 0; rc == ZOK && i < ls.kids.count; i++)
-      if (zkl__seq_parse(ls.kids.data[i], marker, &it[n].seq)) {
-        it[n].name = ls.kids.data[i];
-        ls.kids.data[i] = NULL; /* moved */
-        n++;
-      }
-    if (rc == ZOK) {
-      qsort(it, (size_t)n, sizeof *it, item_cmp);
-      rc = read_all(c, s, dir, it, n, res, count);
-    }
+    n = zkl__order(ls.kids.data, ls.kids.count, marker, &it);
+    res = n >= 0 ? calloc((size_t)n + 1, sizeof *res) : NULL;
+    rc = !res ? ZKL_ENOMEM : n ? read_all(c, s, dir, it, n, res, count) : ZOK;
   }
-  for (i = 0; it && i < n; i++)
-    free(it[i].name);
   free(it);
   zkl__call_free(&ls);
   pthread_mutex_lock(&c->mu);

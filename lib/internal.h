@@ -27,6 +27,17 @@ ZKL__HIDDEN int zkl__valid_root(const char *root);
 ZKL__HIDDEN int zkl__seq_parse(const char *node, const char *marker,
                                int32_t *seq);
 ZKL__HIDDEN int zkl__seq_before(int32_t a, int32_t b);
+
+/* One contender of a listing: its sequence and its (borrowed) name. */
+typedef struct zkl__entry {
+  int32_t seq;
+  const char *name;
+} zkl__entry_t;
+/* The contenders among `names` (those ending in marker + sequence), in
+ * queue order. *out (free()) borrows the names. Returns the count, or -1
+ * when out of memory. */
+ZKL__HIDDEN int zkl__order(char *const *names, int n, const char *marker,
+                           zkl__entry_t **out);
 ZKL__HIDDEN int zkl__guid(char out[ZKL__GUID_LEN + 1]);
 ZKL__HIDDEN uint64_t zkl__self_tid(void);
 ZKL__HIDDEN char *zkl__strdup(const char *s);

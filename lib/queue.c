@@ -342,35 +342,17 @@ static int list(run_t *r, zkl__call_t *ls) {
   }
 }
 
-typedef struct {
-  int32_t seq;
-  const char *name;
-} entry_t;
-
-static int entry_cmp(const void *x, const void *y) {
-  const entry_t *a = x, *b = y;
-  if (a->seq == b->seq)
-    return strcmp(a->name, b->name);
-  return zkl__seq_before(a->seq, b->seq) ? -1 : 1;
-}
-
 /* Finds our place in a listing. Returns HOLD, RETRY (our node is not there:
  * it was deleted), or ZKL_OK with *pred (allocated full path) and
  * *pred_is_head set. */
 static int position(run_t *r, const zkl__call_t *ls, char **pred,
                     int *pred_is_head) {
   const char *me = strrchr(r->a->path, '/') + 1;
-  entry_t *e;
-  int n = 0, i, idx = -1, rc;
-  if (ls->kids.count == 0)
-    return RETRY;
-  e = malloc((size_t)ls->kids.count * sizeof *e);
-  if (!e)
+  zkl__entry_t *e;
+  int n, i, idx = -1, rc;
+  n = zkl__order(ls->kids.data, ls->kids.count, r->q->marker, &e);
+  if (n < 0)
     return ZKL_ENOMEM;
-  for (i = 0; i < ls->kids.count; i++)
-    if (zkl__seq_parse(ls->kids.data[i], r->q->marker, &e[n].seq))
-      e[n++].name = ls->kids.data[i];
-  qsort(e, (size_t)n, sizeof *e, entry_cmp);
   for (i = 0; i < n; i++)
     if (strcmp(e[i].name, me) == 0)
       idx = i;

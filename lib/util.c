@@ -97,6 +97,27 @@ int zkl__seq_before(int32_t a, int32_t b) {
   return (int32_t)((uint32_t)a - (uint32_t)b) < 0;
 }
 
+static int entry_cmp(const void *x, const void *y) {
+  const zkl__entry_t *a = x, *b = y;
+  if (a->seq == b->seq)
+    return strcmp(a->name, b->name);
+  return zkl__seq_before(a->seq, b->seq) ? -1 : 1;
+}
+
+int zkl__order(char *const *names, int n, const char *marker,
+               zkl__entry_t **out) {
+  zkl__entry_t *e = malloc((size_t)(n > 0 ? n : 1) * sizeof *e);
+  int i, k = 0;
+  if (!e)
+    return -1;
+  for (i = 0; i < n; i++)
+    if (zkl__seq_parse(names[i], marker, &e[k].seq))
+      e[k++].name = names[i];
+  qsort(e, (size_t)k, sizeof *e, entry_cmp);
+  *out = e;
+  return k;
+}
+
 int zkl__guid(char out[ZKL__GUID_LEN + 1]) {
   static const char hex[] = "0123456789abcdef";
   unsigned char raw[ZKL__GUID_LEN / 2];
