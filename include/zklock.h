@@ -358,6 +358,7 @@ typedef struct zkl_contender {
   unsigned long thread; /* 0 if absent */
   void *data;           /* caller data (NUL-terminated copy), NULL if none */
   size_t data_len;
+  char *id;             /* election candidate id; NULL for lock nodes */
 } zkl_contender_t;
 
 /*
@@ -373,6 +374,104 @@ ZKL_EXTERN int zkl_mutex_queue(zkl_client_t *client, const char *root,
 
 /* Free what zkl_mutex_queue() returned. NULL is a no-op. */
 ZKL_EXTERN void zkl_contenders_free(zkl_contender_t *list, size_t count);
+
+/* ------------------------------------------------------------------------ */
+/* Leader election                                                           */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Candidates join <root>/<name> (root default "/election"); the lowest node
+ * leads and every other candidate watches only its predecessor: the
+ * mutex's queue, with leadership in place of the lock. Before declaring
+ * itself leader a candidate confirms that its node's ephemeral owner is its
+ * current session. Each term has a fencing token (czxid of the leader's
+ * node) that grows from term to term.
+ */
+typedef struct zkl_election zkl_election_t;
+
+/* Longest candidate id in bytes. */
+#define ZKL_ID_MAX 128
+
+/*
+ * Leadership changes, on the client's event thread, with no internal lock
+ * held: ZKL_STATE_HELD (elected), ZKL_STATE_AT_RISK (leader, disconnected),
+ * ZKL_STATE_LOST (leadership lost: session expired, node deleted, or
+ * disconnected with ZKL_ELECTION_LOSE_ON_DISCONNECT), ZKL_STATE_NONE
+ * (resigned). `token` is the term's fencing token.
+ */
+typedef void (*zkl_election_fn)(zkl_election_t *e, int state, uint64_t token,
+                                void *ctx);
+
+/* Flags of zkl_election_options_t. */
+enum {
+  /* Treat a disconnection as loss of leadership at once, instead of
+   * waiting to learn whether the session survives. */
+  ZKL_ELECTION_LOSE_ON_DISCONNECT = 1 << 0
+};
+
+typedef struct zkl_election_options {
+  const char *root;      /* NULL = "/election" */
+  const void *data;      /* candidate data, <= ZKL_DATA_MAX bytes */
+  size_t data_len;
+  zkl_election_fn fn;    /* NULL = no callback */
+  void *ctx;
+  unsigned flags;        /* ZKL_ELECTION_* */
+} zkl_election_options_t;
+
+/*
+ * Create a candidate `id` (1..ZKL_ID_MAX printable bytes, no newline) for
+ * election `name` (same rules as lock names). Does not join yet.
+ * Returns ZKL_OK (*out set; free with zkl_election_destroy()), ZKL_EINVAL,
+ * ZKL_ENOMEM, ZKL_ECLOSED. Thread-safe.
+ */
+ZKL_EXTERN int zkl_election_create(zkl_election_t **out, zkl_client_t *client,
+                                   const char *name, const char *id,
+                                   const zkl_election_options_t *opts);
+
+/*
+ * Join the election (campaign in the background). Joining again after a
+ * loss or a resignation starts a new candidacy. Returns ZKL_OK, ZKL_EBUSY
+ * (already campaigning or leading), ZKL_EINVAL, ZKL_ESYSTEM.
+ */
+ZKL_EXTERN int zkl_election_join(zkl_election_t *e);
+
+/*
+ * Wait until this candidate leads, or until deadline_ms (zkl_now_ms()
+ * clock; negative = no deadline). Joins first if not campaigning.
+ * Returns ZKL_OK (leader), ZKL_ETIMEDOUT (still campaigning), ZKL_ELOST
+ * (the candidacy ended: lost or resigned), ZKL_EINVAL.
+ */
+ZKL_EXTERN int zkl_election_wait(zkl_election_t *e, int64_t deadline_ms);
+
+/*
+ * Leave the election: stop campaigning, or give up leadership (our node is
+ * deleted). Returns ZKL_OK, ZKL_ENOTHELD when not joined, ZKL_EINVAL.
+ */
+ZKL_EXTERN int zkl_election_resign(zkl_election_t *e);
+
+/* zkl_lock_state_t of this candidate: HELD/AT_RISK while leading, LOST
+ * after a loss, NONE otherwise (also while campaigning). */
+ZKL_EXTERN int zkl_election_state(const zkl_election_t *e);
+
+/* 1 when this candidate leads (HELD or AT_RISK), else 0. */
+ZKL_EXTERN int zkl_election_is_leader(const zkl_election_t *e);
+
+/* Fencing token of the current (or last lost) term. ZKL_ENOTHELD if this
+ * candidate never led in its current candidacy. */
+ZKL_EXTERN int zkl_election_token(const zkl_election_t *e, uint64_t *token);
+
+/* Resign if needed, then free. NULL is a no-op; a dead pointer gives
+ * ZKL_EINVAL. Must not be called from this election's own callback. */
+ZKL_EXTERN int zkl_election_destroy(zkl_election_t *e);
+
+/*
+ * The candidates of election `name` under `root` (NULL = "/election"), the
+ * leader first; each entry's `id` is the candidate id. Free with
+ * zkl_contenders_free(). Same codes as zkl_mutex_queue().
+ */
+ZKL_EXTERN int zkl_election_candidates(zkl_client_t *client, const char *root,
+                                       const char *name,
+                                       zkl_contender_t **out, size_t *count);
 
 #ifdef __cplusplus
 }

@@ -359,8 +359,8 @@ static void verify_holds(zkl_client_t *c, zkl__session_t *s) {
     v->id = a->id;
     atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
     if (zoo_awget(s->zh, a->path,
-                  (a->q->flags & ZKL_MUTEX_NO_NODE_WATCH) ? NULL
-                                                          : zkl__path_watcher,
+                  (a->q->flags & ZKL__Q_NO_NODE_WATCH) ? NULL
+                                                       : zkl__path_watcher,
                   c, on_verified, v) != ZOK)
       free(v);
   }
@@ -386,11 +386,18 @@ static void on_disconnected(zkl_client_t *c, zkl__session_t *s) {
   c->state = ZKL_CLIENT_CONNECTING;
   c->disconnected_at = zkl_now_ms();
   zkl__post_log(c, ZKL_LOG_WARN, "disconnected: holds are AT_RISK");
-  for (a = c->acqs; a; a = a->next)
-    if (a->sess == s &&
-        atomic_load_explicit(&a->state, memory_order_relaxed) ==
-            ZKL_STATE_HELD)
+  for (a = c->acqs; a; a = a->next) {
+    if (a->sess != s || atomic_load_explicit(&a->state, memory_order_relaxed) !=
+                            ZKL_STATE_HELD)
+      continue;
+    if (a->q->flags & ZKL__Q_LOSE_ON_DISCONNECT) {
+      if (a->path)
+        zkl__defer_delete(c, s, a->path); /* gone once reconnected */
+      lose(c, a);
+    } else {
       zkl__set_state(c, a, ZKL_STATE_AT_RISK);
+    }
+  }
 }
 
 static void on_expired(zkl_client_t *c, zkl__session_t *s) {

@@ -6,6 +6,16 @@
 
 #include "internal.h"
 
+/* A copy of the value of a "key=value" line (l bytes, key k bytes). */
+static char *value_of(const char *p, size_t l, size_t k) {
+  char *v = malloc(l - k + 1);
+  if (v) {
+    memcpy(v, p + k, l - k);
+    v[l - k] = '\0';
+  }
+  return v;
+}
+
 /* Our node data: "zklock 1\nhost=..\npid=..\nthread=..\n\n<caller data>".
  * Anything else (another library's node) is kept whole as caller data. */
 static int parse_data(zkl_contender_t *e, const char *d, size_t len) {
@@ -15,15 +25,16 @@ static int parse_data(zkl_contender_t *e, const char *d, size_t len) {
       const char *nl = memchr(p, '\n', (size_t)(end - p));
       size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
       if (l > 5 && memcmp(p, "host=", 5) == 0) {
-        e->host = malloc(l - 4);
-        if (!e->host)
+        if (!(e->host = value_of(p, l, 5)))
           return ZKL_ENOMEM;
-        memcpy(e->host, p + 5, l - 5);
-        e->host[l - 5] = '\0';
       } else if (l > 4 && memcmp(p, "pid=", 4) == 0)
         e->pid = strtol(p + 4, NULL, 10);
       else if (l > 7 && memcmp(p, "thread=", 7) == 0)
         e->thread = strtoul(p + 7, NULL, 10);
+      else if (l > 3 && memcmp(p, "id=", 3) == 0) {
+        if (!(e->id = value_of(p, l, 3)))
+          return ZKL_ENOMEM;
+      }
       p = nl ? nl + 1 : end;
     }
     body = p < end ? p + 1 : end;
@@ -47,6 +58,7 @@ void zkl_contenders_free(zkl_contender_t *list, size_t count) {
     free(list[i].node);
     free(list[i].host);
     free(list[i].data);
+    free(list[i].id);
   }
   free(list);
 }
@@ -137,5 +149,27 @@ int zkl__queue_list(zkl_client_t *c, const char *dir, const char *marker,
     res = NULL;
   }
   *out = res;
+  return rc;
+}
+
+int zkl__list_named(zkl_client_t *c, const char *root, const char *name,
+                    const char *marker, zkl_contender_t **out,
+                    size_t *count) {
+  char *tmp, *dir;
+  int rc;
+  if (out)
+    *out = NULL;
+  if (count)
+    *count = 0;
+  if (!c || !out || !count || !zkl__handle_live(c) ||
+      !zkl__valid_name(name) || !zkl__valid_root(root))
+    return ZKL_EINVAL;
+  tmp = zkl__join(root, "/");
+  dir = tmp ? zkl__join(tmp, name) : NULL;
+  free(tmp);
+  if (!dir)
+    return ZKL_ENOMEM;
+  rc = zkl__queue_list(c, dir, marker, out, count);
+  free(dir);
   return rc;
 }

@@ -42,8 +42,8 @@ ZKL__HIDDEN int zkl__guid(char out[ZKL__GUID_LEN + 1]);
 ZKL__HIDDEN uint64_t zkl__self_tid(void);
 ZKL__HIDDEN char *zkl__strdup(const char *s);
 ZKL__HIDDEN char *zkl__join(const char *a, const char *b);
-ZKL__HIDDEN int zkl__node_data(const void *user, size_t len, char **out,
-                               size_t *out_len);
+ZKL__HIDDEN int zkl__node_data(const char *id, const void *user, size_t len,
+                               char **out, size_t *out_len);
 ZKL__HIDDEN void zkl__deadline_ts(int64_t deadline_ms, struct timespec *ts);
 ZKL__HIDDEN int zkl__cond_init(pthread_cond_t *cv);
 
@@ -71,17 +71,26 @@ typedef struct zkl__session {
 typedef struct zkl__acq zkl__acq_t;
 typedef struct zkl__queue zkl__queue_t;
 
+/* Queue flags (internal; bit 0 is ZKL_MUTEX_NO_NODE_WATCH's on purpose). */
+enum {
+  ZKL__Q_NO_NODE_WATCH = 1 << 0,      /* no watch on our own node */
+  ZKL__Q_LOSE_ON_DISCONNECT = 1 << 1, /* a disconnect ends the hold */
+  ZKL__Q_VERIFY_OWNER = 1 << 2        /* confirm ephemeralOwner at the head */
+};
+
 /* A queue: the ZooKeeper directory <root>/<name> and how we join it.
  * The mutex (and later recipes) embed one; the engine in queue.c runs it. */
 struct zkl__queue {
   zkl_client_t *c;
   char *dir;          /* "<root>/<name>" */
   char *prefix;       /* "<dir>/" : guid and marker follow */
-  const char *marker; /* "-lock-" */
+  const char *marker; /* "-lock-", "-elect-" */
+  char *id;           /* election candidate id, or NULL */
   void *user_data;    /* caller data stored in each node */
   size_t user_len;
-  unsigned flags;     /* ZKL_MUTEX_* */
+  unsigned flags;     /* ZKL__Q_* */
   uint64_t cancel_gen;
+  int closed;         /* acquires stop at once (under c->mu) */
   int users;          /* threads inside an acquire/release (under c->mu) */
   int cb_refs;        /* state events queued, not yet delivered */
   /* Delivers a state change to the recipe; runs on the event thread. */
@@ -212,8 +221,11 @@ enum { ZKL__BLOCK = 0, ZKL__TRY = 1, ZKL__TIMED = 2 };
 
 ZKL__HIDDEN int zkl__queue_init(zkl__queue_t *q, zkl_client_t *c,
                                 const char *root, const char *name,
-                                const char *marker, const void *data,
-                                size_t len, unsigned flags);
+                                const char *marker, const char *id,
+                                const void *data, size_t len, unsigned flags);
+/* Registers/unregisters a recipe object on its client (create/destroy). */
+ZKL__HIDDEN int zkl__queue_attach(zkl__queue_t *q, void *handle);
+ZKL__HIDDEN void zkl__queue_detach(zkl__queue_t *q);
 ZKL__HIDDEN void zkl__queue_fini(zkl__queue_t *q);
 ZKL__HIDDEN int zkl__queue_acquire(zkl__queue_t *q, int mode,
                                    int64_t deadline_ms, zkl__acq_t **out);
@@ -222,5 +234,9 @@ ZKL__HIDDEN void zkl__queue_cancel(zkl__queue_t *q);
 ZKL__HIDDEN int zkl__queue_list(zkl_client_t *c, const char *dir,
                                 const char *marker, zkl_contender_t **out,
                                 size_t *count);
+/* The same after validating root and name (public list functions). */
+ZKL__HIDDEN int zkl__list_named(zkl_client_t *c, const char *root,
+                                const char *name, const char *marker,
+                                zkl_contender_t **out, size_t *count);
 
 #endif

@@ -45,8 +45,11 @@ int zkl_mutex_create(zkl_mutex_t **out, zkl_client_t *c, const char *name,
   m = calloc(1, sizeof *m);
   if (!m)
     return ZKL_ENOMEM;
-  rc = zkl__queue_init(&m->q, c, root, name, "-lock-", o ? o->data : NULL,
-                       o ? o->data_len : 0, o ? o->flags : 0);
+  rc = zkl__queue_init(&m->q, c, root, name, "-lock-", NULL,
+                       o ? o->data : NULL, o ? o->data_len : 0,
+                       o && (o->flags & ZKL_MUTEX_NO_NODE_WATCH)
+                           ? ZKL__Q_NO_NODE_WATCH
+                           : 0);
   if (rc != ZKL_OK) {
     free(m);
     return rc;
@@ -56,16 +59,7 @@ int zkl_mutex_create(zkl_mutex_t **out, zkl_client_t *c, const char *name,
   m->ctx = o ? o->state_ctx : NULL;
   if (m->fn)
     m->q.notify = mutex_notify;
-  pthread_mutex_lock(&c->mu);
-  rc = c->stopping ? ZKL_ECLOSED : ZKL_OK;
-  if (rc == ZKL_OK)
-    c->nqueues++;
-  pthread_mutex_unlock(&c->mu);
-  if (rc == ZKL_OK && (rc = zkl__handle_add(m)) != ZKL_OK) {
-    pthread_mutex_lock(&c->mu);
-    c->nqueues--;
-    pthread_mutex_unlock(&c->mu);
-  }
+  rc = zkl__queue_attach(&m->q, m);
   if (rc != ZKL_OK) {
     zkl__queue_fini(&m->q);
     free(m);
@@ -214,12 +208,7 @@ int zkl_mutex_destroy(zkl_mutex_t *m) {
     return ZKL_EINVAL;
   if (mine)
     release(m, mine); /* a failed delete is deferred or moot: see header */
-  pthread_mutex_lock(&c->mu);
-  zkl__wait_cb_refs(c, &m->q);
-  c->nqueues--;
-  pthread_cond_broadcast(&c->cv);
-  pthread_mutex_unlock(&c->mu);
-  zkl__queue_fini(&m->q);
+  zkl__queue_detach(&m->q);
   free(m);
   return ZKL_OK;
 }
@@ -262,23 +251,6 @@ int zkl_mutex_node_path(const zkl_mutex_t *m, char *buf, size_t size) {
 
 int zkl_mutex_queue(zkl_client_t *c, const char *root, const char *name,
                     zkl_contender_t **out, size_t *count) {
-  char *tmp, *dir;
-  int rc;
-  if (out)
-    *out = NULL;
-  if (count)
-    *count = 0;
-  if (!root)
-    root = "/locks";
-  if (!c || !out || !count || !zkl__handle_live(c) ||
-      !zkl__valid_name(name) || !zkl__valid_root(root))
-    return ZKL_EINVAL;
-  tmp = zkl__join(root, "/");
-  dir = tmp ? zkl__join(tmp, name) : NULL;
-  free(tmp);
-  if (!dir)
-    return ZKL_ENOMEM;
-  rc = zkl__queue_list(c, dir, "-lock-", out, count);
-  free(dir);
-  return rc;
+  return zkl__list_named(c, root ? root : "/locks", name, "-lock-", out,
+                         count);
 }

@@ -46,10 +46,12 @@ typedef struct {
 } run_t;
 
 int zkl__queue_init(zkl__queue_t *q, zkl_client_t *c, const char *root,
-                    const char *name, const char *marker, const void *data,
-                    size_t len, unsigned flags) {
+                    const char *name, const char *marker, const char *id,
+                    const void *data, size_t len, unsigned flags) {
   char *tmp;
   memset(q, 0, sizeof *q);
+  if (id && !(q->id = zkl__strdup(id)))
+    return ZKL_ENOMEM;
   q->c = c;
   q->marker = marker;
   q->flags = flags;
@@ -71,6 +73,8 @@ int zkl__queue_init(zkl__queue_t *q, zkl_client_t *c, const char *root,
 }
 
 void zkl__queue_fini(zkl__queue_t *q) {
+  free(q->id);
+  q->id = NULL;
   free(q->dir);
   free(q->prefix);
   free(q->user_data);
@@ -87,7 +91,7 @@ static int stopped(const run_t *r) {
   zkl_client_t *c = r->q->c;
   if (c->stopping)
     return ZKL_ECLOSED;
-  if (r->q->cancel_gen != r->gen)
+  if (r->q->cancel_gen != r->gen || r->q->closed)
     return ZKL_ECANCELED;
   if (r->deadline >= 0 && !r->first && zkl_now_ms() >= r->deadline)
     return ZKL_ETIMEDOUT;
@@ -169,7 +173,7 @@ static void adopt(run_t *r, zkl__session_t *s, char *path,
   a->sess = s; /* takes the caller's reference */
   if (!zkl__seq_parse(base ? base + 1 : path, r->q->marker, &a->seq))
     a->seq = 0;
-  if (!(r->q->flags & ZKL_MUTEX_NO_NODE_WATCH))
+  if (!(r->q->flags & ZKL__Q_NO_NODE_WATCH))
     zkl__watch_node(r->q->c, s, path);
 }
 
@@ -262,7 +266,7 @@ static int join(run_t *r, zkl__call_t *ls) {
     free(path);
     path = full;
   }
-  if (!path || (rc = zkl__node_data(q->user_data, q->user_len, &data,
+  if (!path || (rc = zkl__node_data(q->id, q->user_data, q->user_len, &data,
                                     &len)) != ZKL_OK) {
     free(path);
     return path ? rc : ZKL_ENOMEM;
@@ -421,6 +425,36 @@ static int wait_pred(run_t *r, char *pred, int pred_is_head, uint64_t epoch) {
   return RELIST;
 }
 
+/* At the head: make sure our node is still there and owned by the session
+ * we are on now, so that a node left by an expired session never makes us
+ * the holder (used by elections, which must never have two leaders). */
+static int confirm_owner(run_t *r) {
+  zkl_client_t *c = r->q->c;
+  zkl__acq_t *a = r->a;
+  zkl__session_t *s = a->sess;
+  zkl__call_t st, *ptrs[1] = {&st};
+  uint64_t epoch = c->conn_epoch;
+  int rc;
+  if (!(r->q->flags & ZKL__Q_VERIFY_OWNER))
+    return HOLD;
+  if (!s || s != c->sess || s->expired)
+    return RETRY;
+  s->refs++;
+  zkl__call_init(&st, c, &a->cv);
+  pthread_mutex_unlock(&c->mu);
+  zkl__exists(&st, s, a->path);
+  pthread_mutex_lock(&c->mu);
+  zkl__call_wait(ptrs, 1);
+  rc = st.rc;
+  zkl__session_put(c, s);
+  if (rc == ZOK && st.stat.ephemeralOwner == s->id && s == c->sess &&
+      !s->expired)
+    return HOLD;
+  if (zkl__is_conn_error(rc))
+    return (rc = reconnect(r, s, epoch)) == ZKL_OK ? RELIST : rc;
+  return rc == ZOK || rc == ZNONODE || is_session_error(rc) ? RETRY : rc;
+}
+
 static int run(run_t *r) {
   zkl_client_t *c = r->q->c;
   zkl__acq_t *a = r->a;
@@ -461,7 +495,11 @@ static int run(run_t *r) {
     rc = position(r, &ls, &pred, &head);
     zkl__call_free(&ls);
     if (rc == HOLD)
+      rc = confirm_owner(r);
+    if (rc == HOLD)
       return ZKL_OK;
+    if (rc == RELIST)
+      continue;
     if (rc == RETRY) {
       drop_node(c, a);
       continue;
@@ -474,6 +512,8 @@ static int run(run_t *r) {
       return ZKL_EBUSY;
     }
     rc = wait_pred(r, pred, head, epoch);
+    if (rc == HOLD)
+      rc = confirm_owner(r);
     if (rc == HOLD)
       return ZKL_OK;
     if (rc == RETRY)
@@ -575,6 +615,32 @@ int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a) {
   acq_free(c, a);
   pthread_mutex_unlock(&c->mu);
   return rc;
+}
+
+int zkl__queue_attach(zkl__queue_t *q, void *handle) {
+  zkl_client_t *c = q->c;
+  int rc;
+  pthread_mutex_lock(&c->mu);
+  rc = c->stopping ? ZKL_ECLOSED : ZKL_OK;
+  if (rc == ZKL_OK)
+    c->nqueues++;
+  pthread_mutex_unlock(&c->mu);
+  if (rc == ZKL_OK && (rc = zkl__handle_add(handle)) != ZKL_OK) {
+    pthread_mutex_lock(&c->mu);
+    c->nqueues--;
+    pthread_mutex_unlock(&c->mu);
+  }
+  return rc;
+}
+
+void zkl__queue_detach(zkl__queue_t *q) {
+  zkl_client_t *c = q->c;
+  pthread_mutex_lock(&c->mu);
+  zkl__wait_cb_refs(c, q);
+  c->nqueues--;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  zkl__queue_fini(q);
 }
 
 void zkl__queue_cancel(zkl__queue_t *q) {

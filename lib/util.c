@@ -170,15 +170,18 @@ char *zkl__join(const char *a, const char *b) {
 
 /* Node data: "zklock 1\nhost=H\npid=P\nthread=T\n\n" then the caller's
  * bytes. Text first so that zkCli and our tools show who holds a lock. */
-int zkl__node_data(const void *user, size_t len, char **out, size_t *out_len) {
+int zkl__node_data(const char *id, const void *user, size_t len, char **out,
+                   size_t *out_len) {
   char host[256] = "";
-  char head[400];
+  char head[400 + ZKL_ID_MAX];
   int n;
   char *buf;
   if (gethostname(host, sizeof host - 1) != 0)
     strcpy(host, "unknown");
-  n = snprintf(head, sizeof head, "zklock 1\nhost=%s\npid=%ld\nthread=%ld\n\n",
-               host, (long)getpid(), (long)syscall(SYS_gettid));
+  n = snprintf(head, sizeof head,
+               "zklock 1\nhost=%s\npid=%ld\nthread=%ld\n%s%s%s\n", host,
+               (long)getpid(), (long)syscall(SYS_gettid), id ? "id=" : "",
+               id ? id : "", id ? "\n" : "");
   if (n < 0 || (size_t)n >= sizeof head)
     return ZKL_ESYSTEM;
   buf = malloc((size_t)n + len + 1);

@@ -91,9 +91,13 @@ static void test_guid_and_data(void) {
   CHECK_RC(zkl__guid(b), ZKL_OK);
   CHECK_INT(strlen(a), ==, ZKL__GUID_LEN);
   CHECK(strcmp(a, b) != 0);
-  CHECK_RC(zkl__node_data("xy", 2, &d, &n), ZKL_OK);
+  CHECK_RC(zkl__node_data(NULL, "xy", 2, &d, &n), ZKL_OK);
   CHECK(d && strncmp(d, "zklock 1\nhost=", 14) == 0);
   CHECK(d && n > 2 && memcmp(d + n - 4, "\n\nxy", 4) == 0);
+  CHECK(d && strstr(d, "\nid=") == NULL);
+  free(d);
+  CHECK_RC(zkl__node_data("cand-7", NULL, 0, &d, &n), ZKL_OK);
+  CHECK(d && strstr(d, "\nid=cand-7\n\n") != NULL);
   free(d);
 }
 

@@ -1,0 +1,249 @@
+/* election.c: leader election on the queue engine.
+ *
+ * A candidacy is one acquisition of the election's queue, run by a
+ * campaign thread so that joining does not block; leadership is the hold.
+ * The engine confirms at the head that our node belongs to the current
+ * session (ZKL__Q_VERIFY_OWNER) before the hold, and so the "elected"
+ * callback, exists. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+enum { IDLE, CAMPAIGNING, LEADING, ENDED };
+
+struct zkl_election {
+  zkl__queue_t q; /* first: notify() casts back */
+  zkl_client_t *c;
+  zkl_election_fn fn;
+  void *ctx;
+  /* under c->mu */
+  int phase;
+  int campaign_rc;
+  zkl__acq_t *acq;  /* the hold while leading, or a lost one */
+  pthread_t thread;
+  int joinable;
+  pthread_cond_t cv;
+};
+
+static int valid_id(const char *id) {
+  size_t n;
+  const unsigned char *p;
+  if (!id)
+    return 0;
+  n = strlen(id);
+  if (n == 0 || n > ZKL_ID_MAX)
+    return 0;
+  for (p = (const unsigned char *)id; *p; p++)
+    if (*p < 0x20 || *p == 0x7f)
+      return 0;
+  return 1;
+}
+
+static void election_notify(zkl__queue_t *q, int state, uint64_t token) {
+  zkl_election_t *e = (zkl_election_t *)q;
+  e->fn(e, state, token, e->ctx);
+}
+
+int zkl_election_create(zkl_election_t **out, zkl_client_t *c,
+                        const char *name, const char *id,
+                        const zkl_election_options_t *o) {
+  const char *root = o && o->root ? o->root : "/election";
+  unsigned flags = ZKL__Q_VERIFY_OWNER;
+  zkl_election_t *e;
+  int rc;
+  if (!out)
+    return ZKL_EINVAL;
+  *out = NULL;
+  if (!c || !zkl__handle_live(c) || !zkl__valid_name(name) ||
+      !zkl__valid_root(root) || !valid_id(id))
+    return ZKL_EINVAL;
+  if (o && (o->data_len > ZKL_DATA_MAX || (o->data_len && !o->data) ||
+            (o->flags & ~(unsigned)ZKL_ELECTION_LOSE_ON_DISCONNECT)))
+    return ZKL_EINVAL;
+  if (o && (o->flags & ZKL_ELECTION_LOSE_ON_DISCONNECT))
+    flags |= ZKL__Q_LOSE_ON_DISCONNECT;
+  e = calloc(1, sizeof *e);
+  if (!e)
+    return ZKL_ENOMEM;
+  if (zkl__cond_init(&e->cv) != ZKL_OK) {
+    free(e);
+    return ZKL_ESYSTEM;
+  }
+  rc = zkl__queue_init(&e->q, c, root, name, "-elect-", id,
+                       o ? o->data : NULL, o ? o->data_len : 0, flags);
+  if (rc == ZKL_OK) {
+    e->c = c;
+    e->fn = o ? o->fn : NULL;
+    e->ctx = o ? o->ctx : NULL;
+    if (e->fn)
+      e->q.notify = election_notify;
+    rc = zkl__queue_attach(&e->q, e);
+    if (rc != ZKL_OK)
+      zkl__queue_fini(&e->q);
+  }
+  if (rc != ZKL_OK) {
+    pthread_cond_destroy(&e->cv);
+    free(e);
+    return rc;
+  }
+  *out = e;
+  return ZKL_OK;
+}
+
+static void *campaign(void *arg) {
+  zkl_election_t *e = arg;
+  zkl__acq_t *a = NULL;
+  int rc = zkl__queue_acquire(&e->q, ZKL__BLOCK, -1, &a);
+  pthread_mutex_lock(&e->c->mu);
+  e->q.users--;
+  e->campaign_rc = rc;
+  e->acq = rc == ZKL_OK ? a : NULL;
+  e->phase = rc == ZKL_OK ? LEADING : ENDED;
+  pthread_cond_broadcast(&e->cv);
+  pthread_mutex_unlock(&e->c->mu);
+  return NULL;
+}
+
+/* Ends the current candidacy, whatever its phase; returns the old phase. */
+static int stop_candidacy(zkl_election_t *e) {
+  zkl_client_t *c = e->c;
+  zkl__acq_t *a;
+  int phase, joinable;
+  pthread_t t;
+  pthread_mutex_lock(&c->mu);
+  phase = e->phase;
+  e->q.closed = 1; /* a campaign about to start must not begin */
+  joinable = e->joinable;
+  t = e->thread;
+  e->joinable = 0;
+  pthread_mutex_unlock(&c->mu);
+  zkl__queue_cancel(&e->q);
+  if (joinable)
+    pthread_join(t, NULL);
+  pthread_mutex_lock(&c->mu);
+  e->q.closed = 0;
+  a = e->acq;
+  e->acq = NULL;
+  e->phase = IDLE;
+  pthread_cond_broadcast(&e->cv);
+  pthread_mutex_unlock(&c->mu);
+  if (a)
+    zkl__queue_release(&e->q, a); /* deletes our node unless already lost */
+  return phase;
+}
+
+int zkl_election_join(zkl_election_t *e) {
+  int busy;
+  if (!e)
+    return ZKL_EINVAL;
+  pthread_mutex_lock(&e->c->mu);
+  busy = e->phase == CAMPAIGNING ||
+         (e->phase == LEADING &&
+          atomic_load(&e->acq->state) != ZKL_STATE_LOST);
+  pthread_mutex_unlock(&e->c->mu);
+  if (busy)
+    return ZKL_EBUSY;
+  stop_candidacy(e); /* clears a lost term or an ended campaign */
+  pthread_mutex_lock(&e->c->mu);
+  e->phase = CAMPAIGNING;
+  e->q.users++;
+  if (pthread_create(&e->thread, NULL, campaign, e) != 0) {
+    e->q.users--;
+    e->phase = IDLE;
+    pthread_mutex_unlock(&e->c->mu);
+    return ZKL_ESYSTEM;
+  }
+  e->joinable = 1;
+  pthread_mutex_unlock(&e->c->mu);
+  return ZKL_OK;
+}
+
+int zkl_election_wait(zkl_election_t *e, int64_t deadline_ms) {
+  struct timespec ts;
+  int rc = ZKL_OK;
+  if (!e)
+    return ZKL_EINVAL;
+  pthread_mutex_lock(&e->c->mu);
+  if (e->phase == IDLE) {
+    pthread_mutex_unlock(&e->c->mu);
+    if ((rc = zkl_election_join(e)) != ZKL_OK && rc != ZKL_EBUSY)
+      return rc;
+    pthread_mutex_lock(&e->c->mu);
+  }
+  zkl__deadline_ts(deadline_ms, &ts);
+  while (e->phase == CAMPAIGNING) {
+    if (deadline_ms < 0)
+      pthread_cond_wait(&e->cv, &e->c->mu);
+    else if (pthread_cond_timedwait(&e->cv, &e->c->mu, &ts) != 0 &&
+             zkl_now_ms() >= deadline_ms)
+      break;
+  }
+  if (e->phase == CAMPAIGNING)
+    rc = ZKL_ETIMEDOUT;
+  else if (e->phase == LEADING &&
+           atomic_load(&e->acq->state) != ZKL_STATE_LOST)
+    rc = ZKL_OK;
+  else if (e->phase == ENDED && e->campaign_rc != ZKL_ECANCELED)
+    rc = e->campaign_rc;
+  else
+    rc = ZKL_ELOST;
+  pthread_mutex_unlock(&e->c->mu);
+  return rc;
+}
+
+int zkl_election_resign(zkl_election_t *e) {
+  if (!e)
+    return ZKL_EINVAL;
+  return stop_candidacy(e) == IDLE ? ZKL_ENOTHELD : ZKL_OK;
+}
+
+int zkl_election_state(const zkl_election_t *e) {
+  int st = ZKL_STATE_NONE;
+  if (!e)
+    return st;
+  pthread_mutex_lock(&e->c->mu);
+  if (e->phase == LEADING && e->acq)
+    st = atomic_load(&e->acq->state);
+  pthread_mutex_unlock(&e->c->mu);
+  return st;
+}
+
+int zkl_election_is_leader(const zkl_election_t *e) {
+  int st = zkl_election_state(e);
+  return st == ZKL_STATE_HELD || st == ZKL_STATE_AT_RISK;
+}
+
+int zkl_election_token(const zkl_election_t *e, uint64_t *token) {
+  int rc = ZKL_ENOTHELD;
+  if (!e || !token)
+    return ZKL_EINVAL;
+  pthread_mutex_lock(&e->c->mu);
+  if (e->phase == LEADING && e->acq) {
+    *token = (uint64_t)e->acq->czxid;
+    rc = ZKL_OK;
+  }
+  pthread_mutex_unlock(&e->c->mu);
+  return rc;
+}
+
+int zkl_election_destroy(zkl_election_t *e) {
+  if (!e)
+    return ZKL_OK;
+  if (!zkl__handle_remove(e))
+    return ZKL_EINVAL;
+  stop_candidacy(e);
+  zkl__queue_detach(&e->q);
+  pthread_cond_destroy(&e->cv);
+  free(e);
+  return ZKL_OK;
+}
+
+int zkl_election_candidates(zkl_client_t *c, const char *root,
+                            const char *name, zkl_contender_t **out,
+                            size_t *count) {
+  return zkl__list_named(c, root ? root : "/election", name, "-elect-", out,
+                         count);
+}
