@@ -220,6 +220,13 @@ typedef enum zkl_lock_state {
   ZKL_STATE_LOST = 3     /* session expired or our lock node was deleted */
 } zkl_lock_state_t;
 
+/*
+ * ZKL_OK if `name` is a valid lock or election name (see zkl_mutex_create),
+ * else ZKL_EINVAL; the same for a root path. Talks to nobody. Thread-safe.
+ */
+ZKL_EXTERN int zkl_name_check(const char *name);
+ZKL_EXTERN int zkl_root_check(const char *root);
+
 /* Static name of a zkl_lock_state_t ("HELD", ...). Never NULL. */
 ZKL_EXTERN const char *zkl_lock_state_name(int state);
 

@@ -54,6 +54,14 @@ int zkl__valid_root(const char *root) {
   }
 }
 
+int zkl_name_check(const char *name) {
+  return zkl__valid_name(name) ? ZKL_OK : ZKL_EINVAL;
+}
+
+int zkl_root_check(const char *root) {
+  return zkl__valid_root(root) ? ZKL_OK : ZKL_EINVAL;
+}
+
 /* A contender's node name ends with <marker><seq>, where the server printed
  * seq with %010d: 10 digits, or after the parent's signed 32-bit counter
  * wraps, '-' and 9 or 10 digits. Other children are not contenders and are

@@ -1,46 +1,81 @@
 #!/usr/bin/env bash
-# demo.sh: the whole main job on a fresh Debian machine, as root:
-# install what is missing, build zklock, start a local 3-node ZooKeeper
-# ensemble, and watch WORKERS processes take turns on one lock.
-#   sudo bash scripts/demo.sh [WORKERS] [ROUNDS]
+# demo.sh: the whole main job on a fresh Debian machine, as root: install
+# what is missing, build zklock, start a local 3-node ZooKeeper ensemble,
+# and show (1) processes taking turns on one lock through the C library,
+# (2) zklock(1) serialising shell commands with fencing tokens, and (3) a
+# zkelect(1) fail-over when the leader is killed.
+#   sudo bash scripts/demo.sh
 set -eu
 top=$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)
-workers=${1:-3}
-rounds=${2:-3}
 cd "$top"
 
 echo "== installing dependencies (Debian packages)"
 bash scripts/install-deps.sh
 echo "== building zklock in build/demo"
 bash scripts/build.sh build/demo
-echo "== starting a local 3-node ZooKeeper ensemble and $workers workers"
+echo "== starting a local 3-node ZooKeeper ensemble"
 
 # Runs inside with-ensemble.sh, which exports ZKL_TEST_SERVERS and stops the
 # ensemble afterwards, whatever happens.
-run_workers() {
-  local out pids="" i rc=0
-  out=$(mktemp)
+demo() {
+  local b=build/demo out pids="" i rc=0 leader lpid
+  export ZKLOCK_SERVERS=$ZKL_TEST_SERVERS
+  out=$(mktemp -d)
+  trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$out"' EXIT
   echo "ensemble: $ZKL_TEST_SERVERS"
-  echo "lock: /locks/demo ($workers processes x $rounds rounds; each holds it 0.4 s)"
+
   echo
-  for i in $(seq 1 "$workers"); do
-    build/demo/examples/zklock-demo "$ZKL_TEST_SERVERS" demo "$i" "$rounds" | tee -a "$out" &
+  echo "-- 1. three processes, one lock (/locks/demo), through the C library"
+  for i in 1 2 3; do
+    $b/examples/zklock-demo "$ZKL_TEST_SERVERS" demo "$i" 2 | tee -a "$out/lib" &
     pids="$pids $!"
   done
   for p in $pids; do wait "$p" || rc=1; done
+  grep -o 'HOLDS the lock, token [0-9]*' "$out/lib" | awk '{print $5}' >"$out/t1"
+
   echo
-  # The fencing tokens, in the order the lock was held, must increase.
-  grep -o 'HOLDS the lock, token [0-9]*' "$out" | awk '{print $5}' >"$out.tok"
-  if [ "$rc" -eq 0 ] && sort -n -c "$out.tok" 2>/dev/null &&
-     [ "$(sort -u "$out.tok" | wc -l)" -eq "$((workers * rounds))" ]; then
-    echo "demo: $((workers * rounds)) critical sections, one holder at a time, fencing tokens increasing: $(tr '\n' ' ' <"$out.tok")"
+  echo "-- 2. zklock: four shell commands serialised on /locks/report"
+  pids=""
+  for i in 1 2 3 4; do
+    $b/tools/zklock report sh -c 'echo "$(date +%T.%3N)  job '"$i"' runs   (ZKLOCK_TOKEN=$ZKLOCK_TOKEN)"
+      echo "$ZKLOCK_TOKEN" >>"$1"; sleep 0.4' _ "$out/t2" &
+    pids="$pids $!"
+  done
+  sleep 0.3
+  echo "$(date +%T.%3N)  zklock --list report:"
+  $b/tools/zklock --list report | sed 's/^/            /' || true
+  for p in $pids; do wait "$p" || rc=1; done
+
+  echo
+  echo "-- 3. zkelect: three candidates for /election/scheduler; the leader is killed"
+  for id in alpha beta gamma; do
+    $b/tools/zkelect -t 4000 -i "$id" scheduler sh -c \
+      'echo "$(date +%T.%3N)  $ZKELECT_ID is the leader (term token $ZKELECT_TOKEN)"; exec sleep 60' &
+    eval "pid_$id=$!"
+    sleep 0.3
+  done
+  sleep 1
+  leader=$($b/tools/zkelect --leader scheduler)
+  eval "lpid=\$pid_$leader"
+  echo "$(date +%T.%3N)  killing the leader '$leader' with SIGKILL (session timeout 4 s)"
+  disown "$lpid" 2>/dev/null || true # no "Killed" job notice
+  kill -KILL "$lpid"
+  for _ in $(seq 1 100); do
+    [ "$($b/tools/zkelect --leader scheduler 2>/dev/null)" != "$leader" ] && break
+    sleep 0.1
+  done
+  sleep 0.5
+  echo "$(date +%T.%3N)  new leader: $($b/tools/zkelect --leader scheduler)"
+
+  echo
+  if [ "$rc" -eq 0 ] && sort -n -c "$out/t1" && sort -n -c "$out/t2" &&
+     [ "$(wc -l <"$out/t1")" -eq 6 ] && [ "$(wc -l <"$out/t2")" -eq 4 ]; then
+    echo "demo: OK: one holder at a time, fencing tokens increasing in both lock demos, one new leader after the kill"
   else
     echo "demo: FAILED (see above)"
     rc=1
   fi
-  rm -f "$out" "$out.tok"
   return $rc
 }
-export -f run_workers
-export workers rounds
-exec bash scripts/with-ensemble.sh bash -c run_workers
+export -f demo
+exec bash scripts/with-ensemble.sh bash -c demo

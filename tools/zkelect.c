@@ -1,0 +1,199 @@
+/* zkelect(1): campaign in a ZooKeeper election and run a command only while
+ * leader. See man/zkelect.1. */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char usage_text[] =
+    "usage: zkelect [-s HOSTS] [-r ROOT] [-t SESSION_MS] [-i ID] [-k SECONDS]\n"
+    "               [-D] NAME COMMAND [ARG...]\n"
+    "       zkelect [-s HOSTS] [-r ROOT] --leader NAME\n"
+    "\n"
+    "Campaign in the ZooKeeper election ROOT/NAME; run COMMAND only while leader.\n"
+    "\n"
+    "  -s, --servers HOSTS       ensemble (default $ZKLOCK_SERVERS or 127.0.0.1:2181)\n"
+    "  -r, --root ROOT           parent of the election (default /election)\n"
+    "  -i, --id ID               candidate id (default HOSTNAME:PID)\n"
+    "  -t, --session-timeout MS  ZooKeeper session timeout (default 10000)\n"
+    "  -k, --kill-after SECONDS  after losing leadership, SIGKILL this long\n"
+    "                            after SIGTERM (default 5)\n"
+    "  -D, --lose-on-disconnect  a disconnection ends leadership at once\n"
+    "  -L, --leader              print the current leader's id\n"
+    "  -h, --help                this text;  -V, --version\n"
+    "\n"
+    "Exit: COMMAND's status (128+N if killed by signal N); 1 with --leader\n"
+    "when there is none; 64 usage; 69 ensemble unreachable; 70 other failure;\n"
+    "75 leadership lost while COMMAND ran; 126/127 COMMAND not runnable/not found.\n";
+
+struct opts {
+  const char *hosts, *root, *id;
+  int leader, lose_on_disconnect;
+  long session_ms, grace_ms;
+};
+
+static void cancel_campaign(void *e) { zkl_election_resign(e); }
+
+static void on_state(zkl_election_t *e, int state, uint64_t token,
+                     void *ctx) {
+  (void)e, (void)token, (void)ctx;
+  if (state == ZKL_STATE_LOST)
+    cli_notify_lost();
+}
+
+static int usage(const char *why) {
+  if (why)
+    cli_error("%s", why);
+  fputs("Try 'zkelect --help'.\n", stderr);
+  return CLI_EXIT_USAGE;
+}
+
+static int parse(int argc, char **argv, struct opts *o, int *first) {
+  static const struct option longs[] = {
+      {"servers", required_argument, 0, 's'},
+      {"root", required_argument, 0, 'r'},
+      {"id", required_argument, 0, 'i'},
+      {"session-timeout", required_argument, 0, 't'},
+      {"kill-after", required_argument, 0, 'k'},
+      {"lose-on-disconnect", no_argument, 0, 'D'},
+      {"leader", no_argument, 0, 'L'},
+      {"help", no_argument, 0, 'h'},
+      {"version", no_argument, 0, 'V'},
+      {0, 0, 0, 0}};
+  double secs;
+  int c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+s:r:i:t:k:DLhV", longs, NULL)) != -1) {
+    switch (c) {
+    case 's': o->hosts = optarg; break;
+    case 'r': o->root = optarg; break;
+    case 'i': o->id = optarg; break;
+    case 'D': o->lose_on_disconnect = 1; break;
+    case 'L': o->leader = 1; break;
+    case 't':
+      if (cli_int(optarg, 1, 3600000, &o->session_ms) != 0)
+        return usage("-t needs a session timeout in milliseconds");
+      break;
+    case 'k':
+      if (cli_seconds(optarg, &secs) != 0)
+        return usage("-k needs a number of seconds");
+      o->grace_ms = (long)(secs * 1000);
+      break;
+    case 'h': fputs(usage_text, stdout); return -1;
+    case 'V': printf("zkelect %s\n", zkl_version()); return -1;
+    default:
+      cli_error("unknown option or missing argument: %s", argv[optind - 1]);
+      return usage(NULL);
+    }
+  }
+  if (optind >= argc)
+    return usage("missing election NAME");
+  if (zkl_name_check(argv[optind]) != ZKL_OK) {
+    cli_error("invalid election name '%s': 1-%d bytes, no '/', no control "
+              "characters, not '.' or '..'",
+              argv[optind], ZKL_NAME_MAX);
+    return CLI_EXIT_USAGE;
+  }
+  if (zkl_root_check(o->root) != ZKL_OK) {
+    cli_error("invalid root '%s': an absolute path like /election", o->root);
+    return CLI_EXIT_USAGE;
+  }
+  if (o->id && (!*o->id || strlen(o->id) > ZKL_ID_MAX || strchr(o->id, '\n')))
+    return usage("-i needs an id of 1-128 bytes on one line");
+  if (!o->leader && optind + 1 >= argc)
+    return usage("missing COMMAND");
+  if (o->leader && optind + 1 < argc)
+    return usage("--leader takes only NAME");
+  *first = optind;
+  return 0;
+}
+
+static int print_leader(zkl_client_t *c, const struct opts *o,
+                        const char *name) {
+  zkl_contender_t *q = NULL;
+  size_t n = 0;
+  int rc = zkl_election_candidates(c, o->root, name, &q, &n);
+  if (rc != ZKL_OK) {
+    cli_error("cannot read %s/%s: %s", o->root, name, zkl_strerror(rc));
+    return CLI_EXIT_SOFTWARE;
+  }
+  if (n)
+    printf("%s\n", q[0].id ? q[0].id : q[0].node);
+  zkl_contenders_free(q, n);
+  return n ? 0 : 1;
+}
+
+static int lead(zkl_election_t *e, const struct opts *o, const char *name,
+                char **cmd) {
+  char tok[64], nm[ZKL_NAME_MAX + 16], id[ZKL_ID_MAX + 16];
+  char *env[4];
+  uint64_t token = 0;
+  int rc, sig, code;
+  cli_set_waiting(1);
+  rc = zkl_election_wait(e, -1);
+  cli_set_waiting(0);
+  sig = cli_interrupted();
+  if (sig)
+    return 128 + sig;
+  if (rc != ZKL_OK) {
+    cli_error("campaign ended: %s", zkl_strerror(rc));
+    return rc == ZKL_ELOST ? CLI_EXIT_LOST : CLI_EXIT_SOFTWARE;
+  }
+  zkl_election_token(e, &token);
+  snprintf(tok, sizeof tok, "ZKELECT_TOKEN=%" PRIu64, token);
+  snprintf(nm, sizeof nm, "ZKELECT_NAME=%s", name);
+  snprintf(id, sizeof id, "ZKELECT_ID=%s", o->id);
+  env[0] = tok, env[1] = nm, env[2] = id, env[3] = NULL;
+  code = cli_run(cmd, env, o->grace_ms);
+  return code;
+}
+
+int main(int argc, char **argv) {
+  struct opts o = {cli_default_hosts(), "/election", NULL, 0, 0, 10000, 5000};
+  zkl_election_options_t eo = {0};
+  zkl_client_t *c = NULL;
+  zkl_election_t *e = NULL;
+  char defid[300];
+  int first = 0, code, rc;
+  cli_prog = "zkelect";
+  code = parse(argc, argv, &o, &first);
+  if (code)
+    return code < 0 ? 0 : code;
+  if (!o.id) {
+    char host[256] = "unknown";
+    gethostname(host, sizeof host - 1);
+    snprintf(defid, sizeof defid, "%.100s:%ld", host, (long)getpid());
+    o.id = defid;
+  }
+  if (cli_signals_start() != 0) {
+    cli_error("cannot set up signal handling");
+    return CLI_EXIT_SOFTWARE;
+  }
+  if ((code = cli_connect(&c, o.hosts, o.session_ms)) != 0)
+    return code;
+  if (o.leader) {
+    code = print_leader(c, &o, argv[first]);
+    zkl_client_destroy(c);
+    return code;
+  }
+  eo.root = o.root;
+  eo.fn = on_state;
+  eo.flags = o.lose_on_disconnect ? ZKL_ELECTION_LOSE_ON_DISCONNECT : 0;
+  rc = zkl_election_create(&e, c, argv[first], o.id, &eo);
+  if (rc != ZKL_OK) {
+    cli_error("cannot join: %s", zkl_strerror(rc));
+    zkl_client_destroy(c);
+    return rc == ZKL_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_SOFTWARE;
+  }
+  cli_set_cancel(cancel_campaign, e);
+  code = lead(e, &o, argv[first], argv + first + 1);
+  cli_set_cancel(NULL, NULL);
+  zkl_election_destroy(e); /* resigns: the next candidate takes over */
+  zkl_client_destroy(c);
+  return code;
+}
