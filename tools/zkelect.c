@@ -46,10 +46,9 @@ static void on_state(zkl_election_t *e, int state, uint64_t token,
     cli_notify_lost();
 }
 
+/* One line on stderr, as for every error. */
 static int usage(const char *why) {
-  if (why)
-    cli_error("%s", why);
-  fputs("Try 'zkelect --help'.\n", stderr);
+  cli_error("%s (see 'zkelect --help')", why);
   return CLI_EXIT_USAGE;
 }
 
@@ -87,8 +86,9 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     case 'h': fputs(usage_text, stdout); return -1;
     case 'V': printf("zkelect %s\n", zkl_version()); return -1;
     default:
-      cli_error("unknown option or missing argument: %s", argv[optind - 1]);
-      return usage(NULL);
+      cli_error("unknown option or missing argument: %s (see '%s --help')",
+                argv[optind - 1], cli_prog);
+      return CLI_EXIT_USAGE;
     }
   }
   if (optind >= argc)

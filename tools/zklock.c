@@ -46,10 +46,9 @@ static void on_state(zkl_mutex_t *m, int state, uint64_t token, void *ctx) {
     cli_notify_lost();
 }
 
+/* One line on stderr, as for every error. */
 static int usage(const char *why) {
-  if (why)
-    cli_error("%s", why);
-  fputs("Try 'zklock --help'.\n", stderr);
+  cli_error("%s (see 'zklock --help')", why);
   return CLI_EXIT_USAGE;
 }
 
@@ -97,8 +96,9 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     case 'h': fputs(usage_text, stdout); return -1;
     case 'V': printf("zklock %s\n", zkl_version()); return -1;
     default:
-      cli_error("unknown option or missing argument: %s", argv[optind - 1]);
-      return usage(NULL);
+      cli_error("unknown option or missing argument: %s (see '%s --help')",
+                argv[optind - 1], cli_prog);
+      return CLI_EXIT_USAGE;
     }
   }
   if (o->nonblock && o->wait_s >= 0)
