@@ -241,9 +241,11 @@ typedef void (*zkl_state_fn)(zkl_mutex_t *mutex, int state, uint64_t token,
 
 /* Flags of zkl_mutex_options_t. */
 enum {
-  /* Do not watch our own lock node while holding. Saves one read request
-   * per acquisition; an administrator's delete of the node is then noticed
-   * only at reconnection or unlock, not at once. */
+  /* Do not watch our own lock node while holding. By default a hold that
+   * lasts 100 ms gets a watch on its node (one read request), so that a
+   * delete by someone else is reported as LOST at once; shorter holds
+   * send nothing extra. With this flag a deleted node is noticed only at
+   * reconnection or unlock. */
   ZKL_MUTEX_NO_NODE_WATCH = 1 << 0
 };
 

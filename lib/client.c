@@ -346,24 +346,55 @@ static void on_verified(int rc, const char *value, int len,
   free(v);
 }
 
+/* Sends getData on a hold's node, with a watch unless the queue opted out;
+ * on_verified() then confirms or loses the hold. */
+static void verify_hold(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a) {
+  struct verify *v = malloc(sizeof *v);
+  if (!v)
+    return;
+  v->c = c;
+  v->id = a->id;
+  atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
+  if (zoo_awget(s->zh, a->path,
+                (a->q->flags & ZKL__Q_NO_NODE_WATCH) ? NULL : zkl__path_watcher,
+                c, on_verified, v) != ZOK)
+    free(v);
+}
+
 static void verify_holds(zkl_client_t *c, zkl__session_t *s) {
   zkl__acq_t *a;
+  for (a = c->acqs; a; a = a->next)
+    if (a->sess == s && is_hold(a) && a->path) {
+      a->watch_due = 0; /* the verification re-arms the watch */
+      verify_hold(c, s, a);
+    }
+}
+
+void zkl__schedule_node_watch(zkl_client_t *c, zkl__acq_t *a) {
+  if (a->q->flags & ZKL__Q_NO_NODE_WATCH)
+    return;
+  a->watch_due = zkl_now_ms() + ZKL__NODE_WATCH_DELAY_MS;
+  pthread_cond_broadcast(&c->cv);
+}
+
+/* Event thread, under c->mu: watch the nodes of holds that have lasted
+ * long enough; returns when the next one is due (0: none). */
+static int64_t watch_due_holds(zkl_client_t *c) {
+  int64_t now = zkl_now_ms(), next = 0;
+  zkl__acq_t *a;
+  if (c->state != ZKL_CLIENT_CONNECTED)
+    return 0; /* reconnection verifies and watches every hold */
   for (a = c->acqs; a; a = a->next) {
-    struct verify *v;
-    if (a->sess != s || !is_hold(a) || !a->path)
+    if (!a->watch_due || !is_hold(a) || !a->path || a->sess != c->sess)
       continue;
-    v = malloc(sizeof *v);
-    if (!v)
-      continue;
-    v->c = c;
-    v->id = a->id;
-    atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
-    if (zoo_awget(s->zh, a->path,
-                  (a->q->flags & ZKL__Q_NO_NODE_WATCH) ? NULL
-                                                       : zkl__path_watcher,
-                  c, on_verified, v) != ZOK)
-      free(v);
+    if (a->watch_due <= now) {
+      a->watch_due = 0;
+      verify_hold(c, a->sess, a);
+    } else if (!next || a->watch_due < next) {
+      next = a->watch_due;
+    }
   }
+  return next;
 }
 
 static void on_connected(zkl_client_t *c, zkl__session_t *s) {
@@ -610,6 +641,11 @@ static void *event_main(void *arg) {
       break;
     if (due)
       wake = due;
+    {
+      int64_t w = watch_due_holds(c);
+      if (w && (wake < 0 || w < wake))
+        wake = w;
+    }
     if (c->pdel)
       wake = wake < 0 ? zkl_now_ms() + 1000 : wake;
     if (wake < 0)

@@ -109,6 +109,7 @@ struct zkl__acq {
   _Atomic int state;     /* ZKL_STATE_*; NONE while waiting */
   unsigned depth;        /* owner thread only (or under c->mu) */
   uint64_t tid;          /* thread that holds or acquires */
+  int64_t watch_due;     /* when to watch our node (0: not wanted/sent) */
   zkl__acq_t *hnext;     /* recipe's list of holds (under c->mu) */
   /* waiting for the predecessor (under c->mu) */
   char *watch_path;
@@ -170,6 +171,11 @@ ZKL__HIDDEN void zkl__defer_delete(zkl_client_t *c, zkl__session_t *s,
 ZKL__HIDDEN void zkl__defer_find_delete(zkl_client_t *c, zkl__session_t *s,
                                         const char *dir, const char *guid);
 ZKL__HIDDEN void zkl__wait_cb_refs(zkl_client_t *c, zkl__queue_t *q);
+/* A hold that lasts this long gets a watch on its own node, so that its
+ * deletion is reported as LOST at once; shorter holds learn it at release
+ * and send no extra request. */
+#define ZKL__NODE_WATCH_DELAY_MS 100
+ZKL__HIDDEN void zkl__schedule_node_watch(zkl_client_t *c, zkl__acq_t *a);
 ZKL__HIDDEN int zkl__on_event_thread(zkl_client_t *c);
 
 /* Watchers (client.c) given to every watch the library sets. */
@@ -210,9 +216,6 @@ ZKL__HIDDEN void zkl__sync(zkl__call_t *call, zkl__session_t *s,
                            const char *path);
 /* Wait (c->mu held) until every call in calls[0..n) is done. */
 ZKL__HIDDEN void zkl__call_wait(zkl__call_t **calls, int n);
-/* Fire-and-forget watch on our own node (exists + watch). */
-ZKL__HIDDEN void zkl__watch_node(zkl_client_t *c, zkl__session_t *s,
-                                 const char *path);
 ZKL__HIDDEN int zkl__is_conn_error(int rc);
 
 /* ---- queue.c: the queue protocol ----------------------------------------- */

@@ -173,8 +173,6 @@ static void adopt(run_t *r, zkl__session_t *s, char *path,
   a->sess = s; /* takes the caller's reference */
   if (!zkl__seq_parse(base ? base + 1 : path, r->q->marker, &a->seq))
     a->seq = 0;
-  if (!(r->q->flags & ZKL__Q_NO_NODE_WATCH))
-    zkl__watch_node(r->q->c, s, path);
 }
 
 /* The reply to our create was lost. Find our node again by its guid, and
@@ -583,6 +581,7 @@ int zkl__queue_acquire(zkl__queue_t *q, int mode, int64_t deadline_ms,
     zkl__set_state(c, a, c->state == ZKL_CLIENT_CONNECTED
                              ? ZKL_STATE_HELD
                              : ZKL_STATE_AT_RISK);
+    zkl__schedule_node_watch(c, a);
     *out = a;
   } else {
     zkl__acq_unlink(c, a); /* no watcher may take our delete for a loss */

@@ -173,18 +173,6 @@ void zkl__call_wait(zkl__call_t **calls, int n) {
       pthread_cond_wait(calls[i]->cv, &calls[i]->c->mu);
 }
 
-static void on_watch_set(int rc, const char *value, int len,
-                         const struct Stat *stat, const void *data) {
-  (void)rc, (void)value, (void)len, (void)stat, (void)data;
-}
-
-void zkl__watch_node(zkl_client_t *c, zkl__session_t *s, const char *path) {
-  atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
-  /* If the node is already gone no watch is set; the holder then learns it
-   * at reconnection or release, as with ZKL_MUTEX_NO_NODE_WATCH. */
-  zoo_awget(s->zh, path, zkl__path_watcher, c, on_watch_set, NULL);
-}
-
 int zkl__is_conn_error(int rc) {
   return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
 }

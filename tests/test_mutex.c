@@ -125,6 +125,11 @@ static void test_reentrant_costs_no_request(void) {
   CHECK(zkl_client_request_count(c) > after_lock);
   CHECK_INT(queue_len("reent"), ==, 0);
   CHECK_RC(zkl_mutex_unlock(m), ZKL_ENOTOWNER);
+  /* a short uncontended cycle: create + getChildren, then delete */
+  before = zkl_client_request_count(c);
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  CHECK_INT(zkl_client_request_count(c) - before, ==, 3);
   zkl_mutex_destroy(m);
   zkl_client_destroy(c);
 }
@@ -446,6 +451,14 @@ static void test_node_deleted_is_lost(void) {
   CHECK_INT(zkl_mutex_state(m), ==, ZKL_STATE_NONE);
   CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
   CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  /* a longer hold is watched: its deletion is reported without any call */
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  usleep(300000);
+  CHECK_RC(zkl_mutex_node_path(m, path, sizeof path), ZKL_OK);
+  CHECK_INT(zoo_delete(admin, path, -1), ==, ZOK);
+  WAIT_FOR(zkl_mutex_state(m) == ZKL_STATE_LOST, 2000);
+  CHECK_INT(zkl_mutex_state(m), ==, ZKL_STATE_LOST);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_ELOST);
   CHECK_RC(zkl_mutex_destroy(m), ZKL_OK);
   zkl_client_destroy(c);
 }

@@ -1,0 +1,587 @@
+/* zklock-bench: the peers' lock benchmark (../shared/bench) for zklock.
+ *
+ * Same flags, workloads and JSON lines as CuratorBench.java and
+ * kazoo_bench.py, so that run-peers.sh can run it beside them
+ * (ZKB_EXTRA_IMPLS="zklock=build/.../bench/zklock-bench"). Built by make,
+ * not installed. Diagnostics go to stderr, results to stdout. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <zookeeper/zookeeper.h>
+
+#include "zklock.h"
+
+static const char *connect_str, *root = "/zkbench", *label = "";
+static int N = 2000, warmup = 100, C = 4, T = 4, M = 1000, K = 100000;
+static int session_ms = 60000;
+static char base[256];
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- JSON output ----------------------------------------------------------- */
+
+static char line[4096];
+static size_t used;
+
+static void put(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void put(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  used += (size_t)vsnprintf(line + used, sizeof line - used, fmt, ap);
+  va_end(ap);
+  if (used >= sizeof line)
+    used = sizeof line - 1;
+}
+
+static void key_str(const char *k, const char *v) {
+  put("%s\"%s\":\"%s\"", used > 1 ? "," : "", k, v);
+}
+static void key_int(const char *k, long long v) {
+  put("%s\"%s\":%lld", used > 1 ? "," : "", k, v);
+}
+static void key_num(const char *k, double v) {
+  char b[64];
+  snprintf(b, sizeof b, "%.6f", v);
+  /* plain decimal like the other drivers: strip trailing zeros, keep ".0" */
+  for (char *e = b + strlen(b) - 1; *e == '0' && e[-1] != '.'; e--)
+    *e = '\0';
+  put("%s\"%s\":%s", used > 1 ? "," : "", k, b);
+}
+static void key_bool(const char *k, int v) {
+  put("%s\"%s\":%s", used > 1 ? "," : "", k, v ? "true" : "false");
+}
+static void begin(const char *workload) {
+  used = 0;
+  put("{");
+  key_str("impl", "zklock");
+  key_str("workload", workload);
+}
+
+static int nservers(void) {
+  int n = 1;
+  const char *p;
+  for (p = connect_str; *p && *p != '/'; p++)
+    n += *p == ',';
+  return n;
+}
+
+static void end(void) {
+  char v[64];
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  key_int("peak_rss_kb", ru.ru_maxrss);
+  snprintf(v, sizeof v, "zklock %s", zkl_version());
+  key_str("impl_version", v);
+  key_int("servers", nservers());
+  if (*label)
+    key_str("label", label);
+  put("}");
+  puts(line);
+  fflush(stdout);
+}
+
+/* ---- server counters (4lw mntr, summed over the servers) ------------------- */
+
+enum { PKT_RECV, PKT_SENT, READS, WRITES, WATCHES, NCTR };
+static const char *const ctr_key[NCTR] = {
+    "zk_packets_received", "zk_packets_sent", "zk_cnt_readlatency",
+    "zk_cnt_updatelatency", "zk_watch_count"};
+
+static int mntr_one(const char *hostport, long long *out) {
+  char host[256], *colon, buf[65536];
+  struct addrinfo hints = {0}, *ai;
+  size_t got = 0;
+  ssize_t r;
+  int fd, i;
+  snprintf(host, sizeof host, "%s", hostport);
+  colon = strrchr(host, ':');
+  if (!colon)
+    return -1;
+  *colon = '\0';
+  hints.ai_socktype = SOCK_STREAM;
+  if (getaddrinfo(host, colon + 1, &hints, &ai) != 0)
+    return -1;
+  fd = socket(ai->ai_family, SOCK_STREAM, 0);
+  if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+    freeaddrinfo(ai);
+    if (fd >= 0)
+      close(fd);
+    return -1;
+  }
+  freeaddrinfo(ai);
+  if (write(fd, "mntr", 4) != 4) {
+    close(fd);
+    return -1;
+  }
+  while (got < sizeof buf - 1 && (r = read(fd, buf + got, sizeof buf - 1 - got)) > 0)
+    got += (size_t)r;
+  close(fd);
+  buf[got] = '\0';
+  for (i = 0; i < NCTR; i++) {
+    char *p = strstr(buf, ctr_key[i]);
+    size_t kl = strlen(ctr_key[i]);
+    if (!p || p[kl] != '\t')
+      return -1;
+    out[i] += (long long)strtod(p + kl + 1, NULL);
+  }
+  return 0;
+}
+
+static int snap(long long *out) {
+  char list[1024], *save = NULL, *hp, *slash;
+  memset(out, 0, NCTR * sizeof *out);
+  snprintf(list, sizeof list, "%s", connect_str);
+  if ((slash = strchr(list, '/')))
+    *slash = '\0';
+  for (hp = strtok_r(list, ",", &save); hp; hp = strtok_r(NULL, ",", &save))
+    if (mntr_one(hp, out) != 0)
+      return -1;
+  return 0;
+}
+
+/* s0, s1 back to back measure what reading costs; s2 after the run. */
+typedef struct {
+  long long s0[NCTR], s1[NCTR];
+  int ok;
+} counters_t;
+
+static void ctr_begin(counters_t *c) {
+  c->ok = snap(c->s0) == 0 && snap(c->s1) == 0;
+}
+
+static void ctr_end(counters_t *c, long cycles) {
+  long long s2[NCTR];
+  double per[NCTR];
+  int i;
+  if (!c->ok || snap(s2) != 0 || cycles <= 0)
+    return;
+  for (i = 0; i < NCTR; i++)
+    per[i] = (double)(s2[i] - c->s1[i] - (c->s1[i] - c->s0[i])) / cycles;
+  key_num("requests_per_cycle", round(per[PKT_RECV] * 1000) / 1000);
+  key_num("reads_per_cycle", round(per[READS] * 1000) / 1000);
+  key_num("writes_per_cycle", round(per[WRITES] * 1000) / 1000);
+  key_num("server_packets_sent_per_cycle", round(per[PKT_SENT] * 1000) / 1000);
+}
+
+static long long watch_count(void) {
+  long long s[NCTR];
+  return snap(s) == 0 ? s[WATCHES] : -1;
+}
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+static int cmp_ll(const void *a, const void *b) {
+  long long x = *(const long long *)a, y = *(const long long *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* nearest-rank percentile of nanosecond samples, in microseconds */
+static double pct_us(long long *sorted, long n, double p) {
+  long idx;
+  if (n <= 0)
+    return 0;
+  idx = (long)ceil(p * (double)n) - 1;
+  if (idx < 0)
+    idx = 0;
+  if (idx >= n)
+    idx = n - 1;
+  return round((double)sorted[idx] / 100.0) / 10.0;
+}
+
+static void timed(long ops, int64_t el, long long *s, long n) {
+  double secs = (double)el / 1e9;
+  qsort(s, (size_t)n, sizeof *s, cmp_ll);
+  key_int("ops", ops);
+  key_num("secs", secs);
+  key_num("ops_per_s", secs > 0 ? round(ops / secs * 10) / 10 : 0);
+  key_num("p50_us", pct_us(s, n, 0.50));
+  key_num("p99_us", pct_us(s, n, 0.99));
+}
+
+static void die(const char *what, int rc) {
+  fprintf(stderr, "zklock-bench: %s: %s\n", what, zkl_strerror(rc));
+  begin("setup");
+  key_str("error", zkl_err_name(rc));
+  end();
+  exit(1);
+}
+
+static zkl_client_t *new_client(void) {
+  zkl_client_options_t o = {0};
+  zkl_client_t *c = NULL;
+  int rc;
+  o.session_timeout_ms = session_ms;
+  o.connect_timeout_ms = 30000;
+  if ((rc = zkl_client_create(&c, connect_str, &o)) != ZKL_OK)
+    die("connect", rc);
+  return c;
+}
+
+static zkl_mutex_t *new_mutex(zkl_client_t *c, const char *r,
+                              const char *name) {
+  zkl_mutex_options_t o = {0};
+  zkl_mutex_t *m = NULL;
+  int rc;
+  o.root = r;
+  if ((rc = zkl_mutex_create(&m, c, name, &o)) != ZKL_OK)
+    die("mutex", rc);
+  return m;
+}
+
+static int check(int rc, const char *what) {
+  if (rc != ZKL_OK) {
+    fprintf(stderr, "zklock-bench: %s: %s\n", what, zkl_err_name(rc));
+    exit(1);
+  }
+  return rc;
+}
+
+/* ---- workloads -------------------------------------------------------------- */
+
+static void uncontended(zkl_client_t *c) {
+  zkl_mutex_t *m = new_mutex(c, base, "uncontended");
+  long long *lat = calloc((size_t)N, sizeof *lat);
+  counters_t ctr;
+  int64_t t0, a;
+  int i;
+  for (i = 0; i < warmup; i++) {
+    check(zkl_mutex_lock(m), "lock");
+    check(zkl_mutex_unlock(m), "unlock");
+  }
+  ctr_begin(&ctr);
+  t0 = now_ns();
+  for (i = 0; i < N; i++) {
+    a = now_ns();
+    check(zkl_mutex_lock(m), "lock");
+    check(zkl_mutex_unlock(m), "unlock");
+    lat[i] = now_ns() - a;
+  }
+  a = now_ns() - t0;
+  begin("uncontended");
+  timed(N, a, lat, N);
+  ctr_end(&ctr, N);
+  end();
+  zkl_mutex_destroy(m);
+  free(lat);
+}
+
+static struct {
+  atomic_int tickets, inside, violations, ready;
+  long counter; /* protected only by the distributed lock */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int go;
+} sh = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+typedef struct {
+  zkl_mutex_t *m;
+  long long *samples;
+  long n;
+  int hold_cycle; /* many-locks: time the whole cycle, not the wait */
+} worker_t;
+
+static void wait_go(void) {
+  pthread_mutex_lock(&sh.mu);
+  atomic_fetch_add(&sh.ready, 1);
+  pthread_cond_broadcast(&sh.cv);
+  while (!sh.go)
+    pthread_cond_wait(&sh.cv, &sh.mu);
+  pthread_mutex_unlock(&sh.mu);
+}
+
+static void *worker(void *arg) {
+  worker_t *w = arg;
+  wait_go();
+  while (atomic_fetch_add(&sh.tickets, 1) < M) {
+    int64_t a = now_ns();
+    check(zkl_mutex_lock(w->m), "lock");
+    if (!w->hold_cycle) {
+      w->samples[w->n++] = now_ns() - a;
+      if (atomic_fetch_add(&sh.inside, 1) != 0)
+        atomic_fetch_add(&sh.violations, 1);
+      sh.counter++;
+      atomic_fetch_sub(&sh.inside, 1);
+    }
+    check(zkl_mutex_unlock(w->m), "unlock");
+    if (w->hold_cycle)
+      w->samples[w->n++] = now_ns() - a;
+  }
+  return NULL;
+}
+
+/* Starts n workers, waits until all are ready, times them to the end. */
+static int64_t run_workers(worker_t *w, int n, counters_t *ctr) {
+  pthread_t *t = calloc((size_t)n, sizeof *t);
+  int64_t t0;
+  int i;
+  atomic_store(&sh.tickets, 0);
+  atomic_store(&sh.ready, 0);
+  sh.go = 0;
+  for (i = 0; i < n; i++)
+    pthread_create(&t[i], NULL, worker, &w[i]);
+  pthread_mutex_lock(&sh.mu);
+  while (atomic_load(&sh.ready) < n)
+    pthread_cond_wait(&sh.cv, &sh.mu);
+  pthread_mutex_unlock(&sh.mu);
+  ctr_begin(ctr);
+  t0 = now_ns();
+  pthread_mutex_lock(&sh.mu);
+  sh.go = 1;
+  pthread_cond_broadcast(&sh.cv);
+  pthread_mutex_unlock(&sh.mu);
+  for (i = 0; i < n; i++)
+    pthread_join(t[i], NULL);
+  free(t);
+  return now_ns() - t0;
+}
+
+static long long *gather(worker_t *w, int n, long *total) {
+  long long *all = calloc((size_t)M + 1, sizeof *all);
+  long k = 0;
+  int i;
+  for (i = 0; i < n; i++) {
+    memcpy(all + k, w[i].samples, (size_t)w[i].n * sizeof *all);
+    k += w[i].n;
+    free(w[i].samples);
+  }
+  *total = k;
+  return all;
+}
+
+static void contended(void) {
+  zkl_client_t **cl = calloc((size_t)C, sizeof *cl);
+  worker_t *w = calloc((size_t)C, sizeof *w);
+  long long before, after, *all;
+  counters_t ctr;
+  long total;
+  int64_t el;
+  int i;
+  for (i = 0; i < C; i++) { /* one session per client, connected first */
+    cl[i] = new_client();
+    w[i].m = new_mutex(cl[i], base, "contended");
+    w[i].samples = calloc((size_t)M, sizeof(long long));
+  }
+  sh.counter = 0;
+  atomic_store(&sh.violations, 0);
+  before = watch_count();
+  el = run_workers(w, C, &ctr);
+  all = gather(w, C, &total);
+  begin("contended");
+  timed(total, el, all, total);
+  ctr_end(&ctr, M);
+  after = watch_count();
+  key_int("clients", C);
+  key_int("violations", atomic_load(&sh.violations));
+  key_bool("counter_ok", sh.counter == total);
+  key_int("watches_left", before < 0 || after < 0 ? -1 : after - before);
+  end();
+  for (i = 0; i < C; i++) {
+    zkl_mutex_destroy(w[i].m);
+    zkl_client_destroy(cl[i]);
+  }
+  free(all), free(w), free(cl);
+}
+
+static void many_locks(zkl_client_t *c) {
+  worker_t *w = calloc((size_t)T, sizeof *w);
+  char mroot[300], name[32];
+  long long *all;
+  counters_t ctr;
+  long total;
+  int64_t el;
+  int i;
+  snprintf(mroot, sizeof mroot, "%s/many", base);
+  for (i = 0; i < T; i++) { /* threads share one client; parents exist */
+    snprintf(name, sizeof name, "lock-%d", i);
+    w[i].m = new_mutex(c, mroot, name);
+    w[i].samples = calloc((size_t)M, sizeof(long long));
+    w[i].hold_cycle = 1;
+    check(zkl_mutex_lock(w[i].m), "lock");
+    check(zkl_mutex_unlock(w[i].m), "unlock");
+  }
+  el = run_workers(w, T, &ctr);
+  all = gather(w, T, &total);
+  begin("many-locks");
+  timed(total, el, all, total);
+  ctr_end(&ctr, M);
+  key_int("threads", T);
+  end();
+  for (i = 0; i < T; i++)
+    zkl_mutex_destroy(w[i].m);
+  free(all), free(w);
+}
+
+static void reentrant(zkl_client_t *c) {
+  zkl_mutex_t *m = new_mutex(c, base, "reentrant");
+  counters_t ctr;
+  int64_t t0, el;
+  int i, held;
+  check(zkl_mutex_lock(m), "lock");
+  for (i = 0; i < 10000 && i < K; i++) { /* warm the nested path */
+    zkl_mutex_lock(m);
+    zkl_mutex_unlock(m);
+  }
+  ctr_begin(&ctr);
+  t0 = now_ns();
+  for (i = 0; i < K; i++) {
+    zkl_mutex_lock(m);
+    zkl_mutex_unlock(m);
+  }
+  el = now_ns() - t0;
+  held = zkl_mutex_depth(m) == 1 && zkl_mutex_state(m) == ZKL_STATE_HELD;
+  begin("reentrant");
+  key_int("ops", K);
+  key_num("secs", (double)el / 1e9);
+  key_num("ops_per_s", round(K / ((double)el / 1e9) * 10) / 10);
+  ctr_end(&ctr, K);
+  key_num("ns_per_pair", round((double)el / K * 10) / 10);
+  key_bool("supported", 1);
+  key_bool("still_held_after_nested", held);
+  end();
+  check(zkl_mutex_unlock(m), "unlock");
+  zkl_mutex_destroy(m);
+}
+
+/* ---- setup ------------------------------------------------------------------ */
+
+static void no_watch(zhandle_t *zh, int t, int s, const char *p, void *x) {
+  (void)zh, (void)t, (void)s, (void)p, (void)x;
+}
+static void quiet(const char *m) { (void)m; }
+
+static void rm_tree(zhandle_t *zh, const char *path) {
+  struct String_vector v;
+  int i;
+  if (zoo_get_children(zh, path, 0, &v) == ZOK) {
+    for (i = 0; i < v.count; i++) {
+      char child[1024];
+      snprintf(child, sizeof child, "%s/%s", path, v.data[i]);
+      rm_tree(zh, child);
+    }
+    deallocate_String_vector(&v);
+  }
+  zoo_delete(zh, path, -1);
+}
+
+static void cleanup(void) {
+  zhandle_t *zh = zookeeper_init2(connect_str, no_watch, 10000, NULL, NULL, 0,
+                                  quiet);
+  int i;
+  for (i = 0; zh && i < 100 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
+    usleep(50000);
+  if (zh) {
+    rm_tree(zh, base);
+    zookeeper_close(zh);
+  }
+}
+
+static const char *default_connect(void) {
+  static char buf[1024];
+  const char *e = getenv("ZKB_CONNECT"), *dir = getenv("ZKB_DIR");
+  FILE *f;
+  if (e && *e)
+    return e;
+  snprintf(buf, sizeof buf, "%s/connect", dir && *dir ? dir : "/tmp/zkb");
+  if ((f = fopen(buf, "r")) && fgets(buf, sizeof buf, f)) {
+    fclose(f);
+    buf[strcspn(buf, "\r\n")] = '\0';
+    return buf;
+  }
+  if (f)
+    fclose(f);
+  return "127.0.0.1:21811";
+}
+
+static int num(const char *s) {
+  char *e;
+  long v = strtol(s, &e, 10);
+  if (*e || v < 0 || v > 100000000) {
+    fprintf(stderr, "zklock-bench: bad number %s\n", s);
+    exit(2);
+  }
+  return (int)v;
+}
+
+int main(int argc, char **argv) {
+  static const struct option longs[] = {
+      {"connect", required_argument, 0, 'c'},
+      {"workloads", required_argument, 0, 'w'},
+      {"n", required_argument, 0, 'N'},
+      {"warmup", required_argument, 0, 'W'},
+      {"clients", required_argument, 0, 'C'},
+      {"threads", required_argument, 0, 'T'},
+      {"m", required_argument, 0, 'M'},
+      {"k", required_argument, 0, 'K'},
+      {"session-timeout-ms", required_argument, 0, 's'},
+      {"root", required_argument, 0, 'r'},
+      {"label", required_argument, 0, 'l'},
+      {0, 0, 0, 0}};
+  const char *workloads = "uncontended,contended,many-locks,reentrant";
+  char wl[256], *save = NULL, *w;
+  zkl_client_t *c;
+  int o;
+  while ((o = getopt_long(argc, argv, "w:N:C:T:M:K:", longs, NULL)) != -1) {
+    switch (o) {
+    case 'c': connect_str = optarg; break;
+    case 'w': workloads = optarg; break;
+    case 'N': N = num(optarg); break;
+    case 'W': warmup = num(optarg); break;
+    case 'C': C = num(optarg); break;
+    case 'T': T = num(optarg); break;
+    case 'M': M = num(optarg); break;
+    case 'K': K = num(optarg); break;
+    case 's': session_ms = num(optarg); break;
+    case 'r': root = optarg; break;
+    case 'l': label = optarg; break;
+    default:
+      fprintf(stderr, "usage: zklock-bench [--connect HOSTS] [-w LIST] [-N n] "
+                      "[--warmup n] [-C n] [-T n] [-M n] [-K n] "
+                      "[--session-timeout-ms ms] [--root PATH] [--label L]\n");
+      return 2;
+    }
+  }
+  if (!connect_str)
+    connect_str = default_connect();
+  if (N < 1 || C < 1 || T < 1 || M < 1 || K < 1) {
+    fprintf(stderr, "zklock-bench: counts must be positive\n");
+    return 2;
+  }
+  snprintf(base, sizeof base, "%s/zklock-%ld-%llx", root, (long)getpid(),
+           (unsigned long long)now_ns());
+  c = new_client();
+  snprintf(wl, sizeof wl, "%s", workloads);
+  for (w = strtok_r(wl, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+    if (!strcmp(w, "uncontended"))
+      uncontended(c);
+    else if (!strcmp(w, "contended"))
+      contended();
+    else if (!strcmp(w, "many-locks"))
+      many_locks(c);
+    else if (!strcmp(w, "reentrant"))
+      reentrant(c);
+    else {
+      fprintf(stderr, "zklock-bench: unknown workload %s\n", w);
+      return 2;
+    }
+  }
+  zkl_client_destroy(c);
+  cleanup();
+  return 0;
+}
