@@ -375,7 +375,9 @@ typedef struct zkl_contender {
  * the holder first, then the waiters. *out receives an array of *count
  * entries (NULL and 0 when the queue is empty or the lock never existed);
  * free it with zkl_contenders_free(). Nodes that vanish while being read
- * are left out. Returns ZKL_OK, ZKL_EINVAL, ZKL_ENOMEM, a ZooKeeper code.
+ * are left out. The listing is preceded by a sync, so it reflects every
+ * change committed before the call, by any session. Returns ZKL_OK,
+ * ZKL_EINVAL, ZKL_ENOMEM, a ZooKeeper code.
  */
 ZKL_EXTERN int zkl_mutex_queue(zkl_client_t *client, const char *root,
                                const char *name, zkl_contender_t **out,

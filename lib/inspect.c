@@ -115,7 +115,7 @@ static int read_all(zkl_client_t *c, zkl__session_t *s, const char *dir,
 int zkl__queue_list(zkl_client_t *c, const char *dir, const char *marker,
                     zkl_contender_t **out, size_t *count) {
   pthread_cond_t cv;
-  zkl__call_t ls, *ptrs[1] = {&ls};
+  zkl__call_t sy, ls, *ptrs[2] = {&sy, &ls};
   zkl__session_t *s;
   zkl__entry_t *it = NULL;
   zkl_contender_t *res = NULL;
@@ -126,11 +126,17 @@ int zkl__queue_list(zkl_client_t *c, const char *dir, const char *marker,
   pthread_mutex_lock(&c->mu);
   s = zkl__session_get(c);
   pthread_mutex_unlock(&c->mu);
+  zkl__call_init(&sy, c, &cv);
   zkl__call_init(&ls, c, &cv);
+  /* sync first, in the same round trip: the server we read from has then
+   * applied every write committed before the call, so a lock released by
+   * another session just before is not shown as held */
+  zkl__sync(&sy, s, dir);
   zkl__children(&ls, s, dir);
   pthread_mutex_lock(&c->mu);
-  zkl__call_wait(ptrs, 1);
+  zkl__call_wait(ptrs, 2);
   pthread_mutex_unlock(&c->mu);
+  zkl__call_free(&sy);
   rc = ls.rc == ZNONODE ? ZOK : ls.rc;
   if (rc == ZOK && ls.kids.count > 0) {
     n = zkl__order(ls.kids.data, ls.kids.count, marker, &it);

@@ -39,7 +39,16 @@ typedef struct zkl__entry {
 ZKL__HIDDEN int zkl__order(char *const *names, int n, const char *marker,
                            zkl__entry_t **out);
 ZKL__HIDDEN int zkl__guid(char out[ZKL__GUID_LEN + 1]);
-ZKL__HIDDEN uint64_t zkl__self_tid(void);
+/* A process-unique id for the calling thread, cheap enough for the
+ * reentrant fast path (pthread_t cannot be compared atomically); never 0,
+ * which means "nobody". */
+extern __thread uint64_t zkl__tid
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+ZKL__HIDDEN uint64_t zkl__tid_assign(void);
+static inline uint64_t zkl__self_tid(void) {
+  uint64_t t = zkl__tid;
+  return t ? t : zkl__tid_assign();
+}
 ZKL__HIDDEN char *zkl__strdup(const char *s);
 ZKL__HIDDEN char *zkl__join(const char *a, const char *b);
 ZKL__HIDDEN int zkl__node_data(const char *id, const void *user, size_t len,

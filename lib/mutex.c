@@ -100,16 +100,15 @@ static int reenter(zkl__acq_t *a) {
   return ZKL_OK;
 }
 
-static int acquire(zkl_mutex_t *m, int mode, int64_t deadline) {
-  uint64_t me, zero = 0;
+/* The first acquire of a thread (or a nested one off the fast slot). Kept
+ * out of line so that the reentrant fast path pays no prologue. */
+__attribute__((noinline)) static int acquire_slow(zkl_mutex_t *m, int mode,
+                                                  int64_t deadline,
+                                                  uint64_t me) {
+  uint64_t zero = 0;
   zkl_client_t *c;
   zkl__acq_t *a;
   int rc;
-  if (!m)
-    return ZKL_EINVAL;
-  me = zkl__self_tid();
-  if (atomic_load_explicit(&m->owner_tid, memory_order_relaxed) == me)
-    return reenter(m->owner_acq);
   c = m->c;
   pthread_mutex_lock(&c->mu);
   a = find_hold(m, me);
@@ -135,6 +134,16 @@ static int acquire(zkl_mutex_t *m, int mode, int64_t deadline) {
                                               memory_order_relaxed))
     m->owner_acq = a;
   return rc;
+}
+
+static inline int acquire(zkl_mutex_t *m, int mode, int64_t deadline) {
+  uint64_t me;
+  if (!m)
+    return ZKL_EINVAL;
+  me = zkl__self_tid();
+  if (atomic_load_explicit(&m->owner_tid, memory_order_relaxed) == me)
+    return reenter(m->owner_acq);
+  return acquire_slow(m, mode, deadline, me);
 }
 
 int zkl_mutex_lock(zkl_mutex_t *m) { return acquire(m, ZKL__BLOCK, -1); }
@@ -167,7 +176,11 @@ int zkl_mutex_unlock(zkl_mutex_t *m) {
   zkl__acq_t *a;
   if (!m)
     return ZKL_EINVAL;
-  a = my_hold(m);
+  if (atomic_load_explicit(&m->owner_tid, memory_order_relaxed) ==
+      zkl__self_tid())
+    a = m->owner_acq; /* fast path: no call, no lock */
+  else
+    a = my_hold(m);
   if (!a)
     return ZKL_ENOTOWNER;
   if (a->depth > 1 &&

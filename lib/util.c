@@ -148,14 +148,16 @@ int zkl__guid(char out[ZKL__GUID_LEN + 1]) {
   return ZKL_OK;
 }
 
-/* A process-unique id per thread, cheap enough for the reentrant fast path
- * (pthread_t cannot be compared atomically). 0 means "nobody". */
-uint64_t zkl__self_tid(void) {
+/* Thread ids: see zkl__self_tid() in internal.h. initial-exec: a shared
+ * library's TLS otherwise goes through __tls_get_addr on every access, a
+ * function call on the nested path. The 8 bytes fit in the static TLS
+ * surplus glibc keeps for libraries loaded later with dlopen. */
+__thread uint64_t zkl__tid __attribute__((tls_model("initial-exec")));
+
+uint64_t zkl__tid_assign(void) {
   static _Atomic uint64_t next = 1;
-  static __thread uint64_t self;
-  if (self == 0)
-    self = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed);
-  return self;
+  zkl__tid = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed);
+  return zkl__tid;
 }
 
 char *zkl__strdup(const char *s) {

@@ -49,12 +49,37 @@ static zkl_mutex_t *mutex(zkl_client_t *c, const char *name) {
   return m;
 }
 
+static pthread_mutex_t sync_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sync_cv = PTHREAD_COND_INITIALIZER;
+static int sync_done;
+
+static void on_sync(int rc, const char *v, const void *d) {
+  (void)rc, (void)v, (void)d;
+  pthread_mutex_lock(&sync_mu);
+  sync_done = 1;
+  pthread_cond_broadcast(&sync_cv);
+  pthread_mutex_unlock(&sync_mu);
+}
+
+/* The admin reads from its own server, which may lag the leader: sync
+ * first, as ZooKeeper requires for reading another session's writes. */
+static void admin_sync(const char *path) {
+  sync_done = 0;
+  if (zoo_async(admin, path, on_sync, NULL) != ZOK)
+    return;
+  pthread_mutex_lock(&sync_mu);
+  while (!sync_done)
+    pthread_cond_wait(&sync_cv, &sync_mu);
+  pthread_mutex_unlock(&sync_mu);
+}
+
 /* Number of children of root/name as the admin sees them (-1: no parent). */
 static int queue_len(const char *name) {
   char path[256];
   struct String_vector v;
   int n, rc;
   snprintf(path, sizeof path, "%s/%s", root, name);
+  admin_sync(path);
   rc = zoo_get_children(admin, path, 0, &v);
   if (rc == ZNONODE)
     return -1;

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# compare.sh: zklock beside the peers (Apache Curator, kazoo) in one run, on
+# one freshly started 3-node ensemble, plus the ensemble's write ceiling.
+#
+#   bash bench/compare.sh [-r REPS] [-i IMPLS] [-- BENCH FLAGS...]
+#   e.g. bash bench/compare.sh -r 3 -- -C 8 -T 16
+#
+# Needs ../shared/bench (the peers' harness) beside the project. Installs the
+# peers' Debian packages if missing (root), builds zklock-bench in
+# build/bench (-O2, no sanitizer), and writes every JSON line to
+# /tmp/zkb-results/ (run-peers.sh prints the file and a table of ratios).
+set -eu
+top=$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)
+peers=$(CDPATH='' cd -- "$top/../shared/bench" 2>/dev/null && pwd) ||
+  { echo "compare.sh: ../shared/bench not found" >&2; exit 1; }
+reps=3 impls=curator,kazoo,zklock
+while [ $# -gt 0 ]; do
+  case $1 in
+    -r) reps=$2; shift 2 ;;
+    -i) impls=$2; shift 2 ;;
+    --) shift; break ;;
+    *) echo "usage: $0 [-r REPS] [-i IMPLS] [-- BENCH FLAGS]" >&2; exit 2 ;;
+  esac
+done
+
+need=""
+for p in zookeeper libzookeeper-mt-dev libcurator-recipes-java python3-kazoo default-jdk-headless; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || need="$need $p"
+done
+if [ -n "$need" ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null
+fi
+bash "$top/scripts/install-deps.sh"
+bash "$top/scripts/build.sh" build/bench
+make -C "$top/build/bench" -s bench/zklock-bench >/dev/null
+ceiling=$top/build/bench/zk_write_ceiling
+cc -O2 -DTHREADED -o "$ceiling" "$peers/ceiling/zk_write_ceiling.c" -lzookeeper_mt -lpthread
+
+export ZKB_DIR=${ZKB_DIR:-/tmp/zkb-compare}
+started=0
+cleanup() { [ "$started" = 1 ] && "$peers/zk-ensemble.sh" stop >&2 || true; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+if ! "$peers/zk-ensemble.sh" status >/dev/null 2>&1; then
+  "$peers/zk-ensemble.sh" start 3 >&2
+  started=1
+fi
+connect=$("$peers/zk-ensemble.sh" connect)
+export ZKB_EXTRA_IMPLS="zklock=$top/build/bench/bench/zklock-bench"
+"$peers/run-peers.sh" -n 3 -r "$reps" -i "$impls" -- "$@"
+echo
+echo "write ceiling of the same ensemble (pipelined create+delete pairs, 3 runs):"
+for i in 1 2 3; do "$ceiling" --connect "$connect" -M 3000 -W 64 --label "ceiling,run=$i"; done
