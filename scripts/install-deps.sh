@@ -7,7 +7,8 @@
 set -eu
 
 PACKAGES="build-essential autoconf automake libtool pkg-config
-libzookeeper-mt-dev zookeeper default-jre-headless procps iproute2 valgrind"
+libzookeeper-mt-dev zookeeper default-jre-headless procps iproute2 valgrind
+python3 groff-base util-linux"
 
 missing=""
 for p in $PACKAGES; do

@@ -15,8 +15,8 @@
  *     hold is LOST, printing "STATE <name>" on every change; finally
  *     unlocks and prints "RELEASED <code name>". With -A, it then acquires
  *     once more (on the same client, so after an expiry on a new session)
- *     and prints "REACQUIRED token=T". With -K it stays alive (session
- *     open) until -H seconds have passed, even after a loss.
+ *     and prints "REACQUIRED token=T". With -K SECS it stays alive (session
+ *     open) SECS seconds after the release, even after a loss.
  *
  *   locker list -s HOSTS -r ROOT -n NAME
  *     Prints "contenders=N", then one "seq token pid" line per contender.
@@ -198,10 +198,8 @@ static int do_hold(void) {
   pthread_mutex_unlock(&st_mu);
   rc = zkl_mutex_unlock(mutex);
   say("RELEASED %s\n", zkl_err_name(rc));
-  pthread_mutex_lock(&st_mu);
-  while (keep && pthread_cond_timedwait(&st_cv, &st_mu, &ts) != ETIMEDOUT)
-    ;
-  pthread_mutex_unlock(&st_mu);
+  if (keep)
+    sleep((unsigned)keep);
   if (again) {
     rc = zkl_mutex_timedlock(mutex, zkl_now_ms() + 30000);
     if (rc != ZKL_OK) {
@@ -235,7 +233,7 @@ int main(int argc, char **argv) {
   zkl_mutex_options_t mo = {0};
   const char *mode = argc > 1 ? argv[1] : "";
   int opt, rc;
-  while ((opt = getopt(argc - 1, argv + 1, "s:r:n:d:t:c:T:u:W:H:AK")) != -1) {
+  while ((opt = getopt(argc - 1, argv + 1, "s:r:n:d:t:c:T:u:W:H:AK:")) != -1) {
     switch (opt) {
     case 's': hosts = optarg; break;
     case 'r': root = optarg; break;
@@ -248,7 +246,7 @@ int main(int argc, char **argv) {
     case 'W': wait_secs = atoi(optarg); break;
     case 'H': hold_secs = atoi(optarg); break;
     case 'A': again = 1; break;
-    case 'K': keep = 1; break;
+    case 'K': keep = atoi(optarg); break;
     default: return 2;
     }
   }

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""zkproxy.py: a TCP proxy between ZooKeeper clients and one server, for
+fault tests. It reads the client-to-server framing (4-byte length, then for
+every request after the connect handshake an int32 xid and an int32 op type)
+so it can cut a connection at an awkward moment:
+
+  zkproxy.py LISTEN_PORT SERVER_HOST:PORT STATE_DIR
+
+LISTEN_PORT 0 picks a free port, written to STATE_DIR/port.
+
+Control, by creating a file in STATE_DIR (the proxy removes it when done):
+  cut-after-create   forward the next create request, then close the client's
+                     connection before the reply can reach it
+  cut-after-delete   the same for the next delete request
+  cut-now            close every proxied connection at once
+The proxy appends one line per event to STATE_DIR/events and writes its
+PID to STATE_DIR/pid. It stops on SIGTERM.
+"""
+import os
+import signal
+import socket
+import struct
+import sys
+import threading
+
+OP_CREATE, OP_DELETE, OP_CREATE2, OP_CREATE_CONTAINER = 1, 2, 15, 19
+CREATE_OPS = (OP_CREATE, OP_CREATE2, OP_CREATE_CONTAINER)
+
+listen_port = int(sys.argv[1])
+server_host, server_port = sys.argv[2].rsplit(":", 1)
+state = sys.argv[3]
+lock = threading.Lock()
+conns = []
+
+
+def event(msg):
+    with lock:
+        with open(os.path.join(state, "events"), "a") as f:
+            f.write(msg + "\n")
+
+
+def take(flag):
+    """True once if STATE_DIR/flag exists (and remove it)."""
+    path = os.path.join(state, flag)
+    try:
+        os.unlink(path)
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def close_pair(a, b):
+    for s in (a, b):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        try:
+            s.close()
+        except OSError:
+            pass
+
+
+def read_exact(s, n):
+    buf = b""
+    while len(buf) < n:
+        d = s.recv(n - len(buf))
+        if not d:
+            raise EOFError
+        buf += d
+    return buf
+
+
+def client_to_server(c, s):
+    first = True  # the connect request has no request header
+    try:
+        while True:
+            head = read_exact(c, 4)
+            (n,) = struct.unpack(">i", head)
+            body = read_exact(c, n)
+            s.sendall(head + body)
+            if first:
+                first = False
+                continue
+            if n < 8:
+                continue
+            xid, op = struct.unpack(">ii", body[:8])
+            cut = (op in CREATE_OPS and take("cut-after-create")) or (
+                op == OP_DELETE and take("cut-after-delete"))
+            if cut:
+                event("cut after op %d xid %d" % (op, xid))
+                break
+    except (EOFError, OSError):
+        pass
+    close_pair(c, s)
+
+
+def server_to_client(c, s):
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            c.sendall(d)
+    except OSError:
+        pass
+    close_pair(c, s)
+
+
+def watch_cut_now():
+    while True:
+        if take("cut-now"):
+            with lock:
+                pairs = list(conns)
+                del conns[:]
+            for c, s in pairs:
+                close_pair(c, s)
+            event("cut %d connections" % len(pairs))
+        threading.Event().wait(0.05)
+
+
+def main():
+    signal.signal(signal.SIGTERM, lambda *a: os._exit(0))
+    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("127.0.0.1", listen_port))  # 0: any free port
+    ls.listen(64)
+    with open(os.path.join(state, "port"), "w") as f:
+        f.write("%d\n" % ls.getsockname()[1])
+    with open(os.path.join(state, "pid"), "w") as f:
+        f.write("%d\n" % os.getpid())
+    threading.Thread(target=watch_cut_now, daemon=True).start()
+    while True:
+        c, _ = ls.accept()
+        try:
+            s = socket.create_connection((server_host, int(server_port)), timeout=5)
+            s.settimeout(None)
+        except OSError:
+            c.close()
+            continue
+        with lock:
+            conns.append((c, s))
+        event("connection")
+        threading.Thread(target=client_to_server, args=(c, s), daemon=True).start()
+        threading.Thread(target=server_to_client, args=(c, s), daemon=True).start()
+
+
+main()
