@@ -459,6 +459,89 @@ static void reentrant(zkl_client_t *c) {
   zkl_mutex_destroy(m);
 }
 
+/* idle-waiters (zklock only): W threads each blocked on its own lock, held
+ * by another client; measures the waiting process's memory per waiter and
+ * the CPU it burns while everybody waits (it should be ~0: no polling). */
+static long rss_kb(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  long pages = 0, rss = 0;
+  if (f) {
+    if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+      rss = 0;
+    fclose(f);
+  }
+  return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static double cpu_s(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+static void *idle_waiter(void *arg) {
+  zkl_mutex_t *m = arg;
+  if (zkl_mutex_lock(m) == ZKL_OK)
+    zkl_mutex_unlock(m);
+  return NULL;
+}
+
+static void idle_waiters(void) {
+  int W = 1000, i;
+  zkl_client_t *holder = new_client(), *waiter = new_client();
+  zkl_mutex_t **hm = calloc((size_t)W, sizeof *hm);
+  zkl_mutex_t **wm = calloc((size_t)W, sizeof *wm);
+  pthread_t *t = calloc((size_t)W, sizeof *t);
+  pthread_attr_t at;
+  char r[300], name[32];
+  long rss0, rss1;
+  double cpu0, cpu1;
+  snprintf(r, sizeof r, "%s/idle", base);
+  pthread_attr_init(&at);
+  pthread_attr_setstacksize(&at, 64 * 1024); /* a waiter needs little */
+  for (i = 0; i < W; i++) {
+    snprintf(name, sizeof name, "l%d", i);
+    hm[i] = new_mutex(holder, r, name);
+    wm[i] = new_mutex(waiter, r, name);
+    check(zkl_mutex_lock(hm[i]), "hold");
+  }
+  rss0 = rss_kb();
+  for (i = 0; i < W; i++)
+    pthread_create(&t[i], &at, idle_waiter, wm[i]);
+  for (i = 0; i < 600; i++) { /* until every waiter is queued */
+    zkl_contender_t *q = NULL;
+    size_t n = 0;
+    zkl_mutex_queue(waiter, r, "l999", &q, &n);
+    zkl_contenders_free(q, n);
+    if (n == 2)
+      break;
+    usleep(100000);
+  }
+  sleep(1);
+  rss1 = rss_kb();
+  cpu0 = cpu_s();
+  sleep(10);
+  cpu1 = cpu_s();
+  begin("idle-waiters");
+  key_int("ops", W);
+  key_int("waiters", W);
+  key_num("cpu_s_in_10s_idle", round((cpu1 - cpu0) * 1000) / 1000);
+  key_num("kb_per_waiter", round((double)(rss1 - rss0) / W * 10) / 10);
+  key_int("waiter_stack_kb", 64);
+  end();
+  for (i = 0; i < W; i++)
+    zkl_mutex_unlock(hm[i]);
+  for (i = 0; i < W; i++) {
+    pthread_join(t[i], NULL);
+    zkl_mutex_destroy(wm[i]);
+    zkl_mutex_destroy(hm[i]);
+  }
+  zkl_client_destroy(holder);
+  zkl_client_destroy(waiter);
+  free(hm), free(wm), free(t);
+}
+
 /* ---- setup ------------------------------------------------------------------ */
 
 static void no_watch(zhandle_t *zh, int t, int s, const char *p, void *x) {
@@ -576,6 +659,8 @@ int main(int argc, char **argv) {
       many_locks(c);
     else if (!strcmp(w, "reentrant"))
       reentrant(c);
+    else if (!strcmp(w, "idle-waiters"))
+      idle_waiters();
     else {
       fprintf(stderr, "zklock-bench: unknown workload %s\n", w);
       return 2;
