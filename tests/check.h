@@ -59,6 +59,15 @@ static int check_failures;
     fflush(stdout);                                                            \
   } while (0)
 
+/* Polls a condition for up to ms milliseconds (tests only: the library
+ * itself never sleeps to synchronise). Needs zklock.h and unistd.h. */
+#define WAIT_FOR(cond, ms)                                                     \
+  do {                                                                         \
+    int64_t until_ = zkl_now_ms() + (ms);                                      \
+    while (!(cond) && zkl_now_ms() < until_)                                   \
+      usleep(10000);                                                           \
+  } while (0)
+
 #define CHECK_DONE()                                                           \
   (printf("%s\n", check_failures ? "FAILED" : "PASSED"),                       \
    check_failures ? 1 : 0)

@@ -15,12 +15,6 @@ static void no_watch(zhandle_t *zh, int t, int s, const char *p, void *c) {
   (void)zh, (void)t, (void)s, (void)p, (void)c;
 }
 
-#define WAIT_FOR(cond, ms)                                                     \
-  do {                                                                         \
-    int64_t until_ = zkl_now_ms() + (ms);                                      \
-    while (!(cond) && zkl_now_ms() < until_)                                   \
-      usleep(10000);                                                           \
-  } while (0)
 
 struct events {
   pthread_mutex_t mu;

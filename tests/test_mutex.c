@@ -90,14 +90,6 @@ static int queue_len(const char *name) {
   return n;
 }
 
-/* Polls a condition for up to ms milliseconds (tests only: the library
- * itself never sleeps to synchronise). */
-#define WAIT_FOR(cond, ms)                                                     \
-  do {                                                                         \
-    int64_t until_ = zkl_now_ms() + (ms);                                      \
-    while (!(cond) && zkl_now_ms() < until_)                                   \
-      usleep(10000);                                                           \
-  } while (0)
 
 /* ---- tests ------------------------------------------------------------- */
 

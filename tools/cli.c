@@ -66,6 +66,48 @@ int cli_int(const char *s, long lo, long hi, long *out) {
   return 0;
 }
 
+int cli_usage(const char *why) {
+  cli_error("%s (see '%s --help')", why, cli_prog);
+  return CLI_EXIT_USAGE;
+}
+
+int cli_common_option(int opt, const char *arg, const char *bad,
+                      long *session_ms, long *grace_ms) {
+  double secs;
+  char msg[256];
+  switch (opt) {
+  case 't':
+    if (cli_int(arg, 1, 3600000, session_ms) != 0)
+      return cli_usage("-t needs a session timeout in milliseconds");
+    return 0;
+  case 'k':
+    if (cli_seconds(arg, &secs) != 0)
+      return cli_usage("-k needs a number of seconds");
+    *grace_ms = (long)(secs * 1000);
+    return 0;
+  case '?':
+  case ':':
+    snprintf(msg, sizeof msg, "unknown option or missing argument: %s", bad);
+    return cli_usage(msg);
+  }
+  return -1;
+}
+
+int cli_check_target(const char *kind, const char *name, const char *root) {
+  if (zkl_name_check(name) != ZKL_OK) {
+    cli_error("invalid %s name '%s': 1-%d bytes, no '/', no control "
+              "characters, not '.' or '..'",
+              kind, name, ZKL_NAME_MAX);
+    return CLI_EXIT_USAGE;
+  }
+  if (zkl_root_check(root) != ZKL_OK) {
+    cli_error("invalid root '%s': an absolute path such as /%s", root,
+              strcmp(kind, "lock") ? "election" : "locks");
+    return CLI_EXIT_USAGE;
+  }
+  return 0;
+}
+
 const char *cli_default_hosts(void) {
   const char *h = getenv("ZKLOCK_SERVERS");
   return h && *h ? h : "127.0.0.1:2181";

@@ -29,6 +29,17 @@ int cli_seconds(const char *s, double *out);
 /* Parses an integer in [lo, hi]. */
 int cli_int(const char *s, long lo, long hi, long *out);
 
+/* A usage error: one line on stderr; returns CLI_EXIT_USAGE. */
+int cli_usage(const char *why);
+/* Options both tools take: -t SESSION_MS, -k SECONDS, and an unknown
+ * option. Returns 0 when handled, CLI_EXIT_USAGE on a bad value, -1 when
+ * `opt` is none of these. */
+int cli_common_option(int opt, const char *arg, const char *bad,
+                      long *session_ms, long *grace_ms);
+/* Checks NAME (a "lock" or "election" name) and ROOT; 0 or
+ * CLI_EXIT_USAGE with the message printed. */
+int cli_check_target(const char *kind, const char *name, const char *root);
+
 /* Connects, mapping failures to exit codes; returns 0 or an exit code. */
 int cli_connect(zkl_client_t **c, const char *hosts, long session_ms);
 

@@ -46,12 +46,6 @@ static void on_state(zkl_election_t *e, int state, uint64_t token,
     cli_notify_lost();
 }
 
-/* One line on stderr, as for every error. */
-static int usage(const char *why) {
-  cli_error("%s (see 'zkelect --help')", why);
-  return CLI_EXIT_USAGE;
-}
-
 static int parse(int argc, char **argv, struct opts *o, int *first) {
   static const struct option longs[] = {
       {"servers", required_argument, 0, 's'},
@@ -64,7 +58,6 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
       {"help", no_argument, 0, 'h'},
       {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
-  double secs;
   int c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, "+s:r:i:t:k:DLhV", longs, NULL)) != -1) {
@@ -74,41 +67,26 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     case 'i': o->id = optarg; break;
     case 'D': o->lose_on_disconnect = 1; break;
     case 'L': o->leader = 1; break;
-    case 't':
-      if (cli_int(optarg, 1, 3600000, &o->session_ms) != 0)
-        return usage("-t needs a session timeout in milliseconds");
-      break;
-    case 'k':
-      if (cli_seconds(optarg, &secs) != 0)
-        return usage("-k needs a number of seconds");
-      o->grace_ms = (long)(secs * 1000);
-      break;
     case 'h': fputs(usage_text, stdout); return -1;
     case 'V': printf("zkelect %s\n", zkl_version()); return -1;
-    default:
-      cli_error("unknown option or missing argument: %s (see '%s --help')",
-                argv[optind - 1], cli_prog);
-      return CLI_EXIT_USAGE;
+    default: {
+      int rc = cli_common_option(c, optarg, argv[optind - 1], &o->session_ms,
+                                 &o->grace_ms);
+      if (rc != 0)
+        return rc < 0 ? CLI_EXIT_USAGE : rc;
+    }
     }
   }
   if (optind >= argc)
-    return usage("missing election NAME");
-  if (zkl_name_check(argv[optind]) != ZKL_OK) {
-    cli_error("invalid election name '%s': 1-%d bytes, no '/', no control "
-              "characters, not '.' or '..'",
-              argv[optind], ZKL_NAME_MAX);
+    return cli_usage("missing election NAME");
+  if (cli_check_target("election", argv[optind], o->root) != 0)
     return CLI_EXIT_USAGE;
-  }
-  if (zkl_root_check(o->root) != ZKL_OK) {
-    cli_error("invalid root '%s': an absolute path like /election", o->root);
-    return CLI_EXIT_USAGE;
-  }
   if (o->id && (!*o->id || strlen(o->id) > ZKL_ID_MAX || strchr(o->id, '\n')))
-    return usage("-i needs an id of 1-128 bytes on one line");
+    return cli_usage("-i needs an id of 1-128 bytes on one line");
   if (!o->leader && optind + 1 >= argc)
-    return usage("missing COMMAND");
+    return cli_usage("missing COMMAND");
   if (o->leader && optind + 1 < argc)
-    return usage("--leader takes only NAME");
+    return cli_usage("--leader takes only NAME");
   *first = optind;
   return 0;
 }

@@ -46,12 +46,6 @@ static void on_state(zkl_mutex_t *m, int state, uint64_t token, void *ctx) {
     cli_notify_lost();
 }
 
-/* One line on stderr, as for every error. */
-static int usage(const char *why) {
-  cli_error("%s (see 'zklock --help')", why);
-  return CLI_EXIT_USAGE;
-}
-
 static int parse(int argc, char **argv, struct opts *o, int *first) {
   static const struct option longs[] = {
       {"servers", required_argument, 0, 's'},
@@ -66,7 +60,6 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
       {"help", no_argument, 0, 'h'},
       {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
-  double secs;
   int c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, "+s:r:nw:E:t:k:lhV", longs, NULL)) !=
@@ -78,47 +71,32 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     case 'l': o->list = 1; break;
     case 'w':
       if (cli_seconds(optarg, &o->wait_s) != 0)
-        return usage("-w needs a number of seconds");
+        return cli_usage("-w needs a number of seconds");
       break;
     case 'E':
       if (cli_int(optarg, 0, 255, &o->conflict) != 0)
-        return usage("-E needs an exit code from 0 to 255");
-      break;
-    case 't':
-      if (cli_int(optarg, 1, 3600000, &o->session_ms) != 0)
-        return usage("-t needs a session timeout in milliseconds");
-      break;
-    case 'k':
-      if (cli_seconds(optarg, &secs) != 0)
-        return usage("-k needs a number of seconds");
-      o->grace_ms = (long)(secs * 1000);
+        return cli_usage("-E needs an exit code from 0 to 255");
       break;
     case 'h': fputs(usage_text, stdout); return -1;
     case 'V': printf("zklock %s\n", zkl_version()); return -1;
-    default:
-      cli_error("unknown option or missing argument: %s (see '%s --help')",
-                argv[optind - 1], cli_prog);
-      return CLI_EXIT_USAGE;
+    default: {
+      int rc = cli_common_option(c, optarg, argv[optind - 1], &o->session_ms,
+                                 &o->grace_ms);
+      if (rc != 0)
+        return rc < 0 ? CLI_EXIT_USAGE : rc;
+    }
     }
   }
   if (o->nonblock && o->wait_s >= 0)
-    return usage("-n and -w cannot be combined");
+    return cli_usage("-n and -w cannot be combined");
   if (optind >= argc)
-    return usage("missing lock NAME");
-  if (zkl_name_check(argv[optind]) != ZKL_OK) {
-    cli_error("invalid lock name '%s': 1-%d bytes, no '/', no control "
-              "characters, not '.' or '..'",
-              argv[optind], ZKL_NAME_MAX);
+    return cli_usage("missing lock NAME");
+  if (cli_check_target("lock", argv[optind], o->root) != 0)
     return CLI_EXIT_USAGE;
-  }
-  if (zkl_root_check(o->root) != ZKL_OK) {
-    cli_error("invalid root '%s': an absolute path like /locks", o->root);
-    return CLI_EXIT_USAGE;
-  }
   if (!o->list && optind + 1 >= argc)
-    return usage("missing COMMAND");
+    return cli_usage("missing COMMAND");
   if (o->list && optind + 1 < argc)
-    return usage("--list takes only NAME");
+    return cli_usage("--list takes only NAME");
   *first = optind;
   return 0;
 }
