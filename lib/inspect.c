@@ -16,22 +16,36 @@ static char *value_of(const char *p, size_t l, size_t k) {
   return v;
 }
 
+/* The number in a "key=value" line; the value need not be NUL-terminated
+ * (found by fuzz/fuzz_nodedata.c: strtol read past the buffer). */
+static long long number_of(const char *p, size_t l, size_t k) {
+  char buf[32];
+  size_t n = l - k < sizeof buf - 1 ? l - k : sizeof buf - 1;
+  memcpy(buf, p + k, n);
+  buf[n] = '\0';
+  return strtoll(buf, NULL, 10);
+}
+
 /* Our node data: "zklock 1\nhost=..\npid=..\nthread=..\n\n<caller data>".
  * Anything else (another library's node) is kept whole as caller data. */
-static int parse_data(zkl_contender_t *e, const char *d, size_t len) {
+int zkl__parse_node_data(zkl_contender_t *e, const char *d, size_t len) {
   const char *end = d + len, *p, *body = d;
   if (len >= 9 && memcmp(d, "zklock 1\n", 9) == 0) {
     for (p = d + 9; p < end && *p != '\n';) {
       const char *nl = memchr(p, '\n', (size_t)(end - p));
       size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+      /* any client writes node data: a repeated key replaces the earlier
+       * value (found by fuzz/fuzz_nodedata.c: it used to leak it) */
       if (l > 5 && memcmp(p, "host=", 5) == 0) {
+        free(e->host);
         if (!(e->host = value_of(p, l, 5)))
           return ZKL_ENOMEM;
       } else if (l > 4 && memcmp(p, "pid=", 4) == 0)
-        e->pid = strtol(p + 4, NULL, 10);
+        e->pid = (long)number_of(p, l, 4);
       else if (l > 7 && memcmp(p, "thread=", 7) == 0)
-        e->thread = strtoul(p + 7, NULL, 10);
+        e->thread = (unsigned long)number_of(p, l, 7);
       else if (l > 3 && memcmp(p, "id=", 3) == 0) {
+        free(e->id);
         if (!(e->id = value_of(p, l, 3)))
           return ZKL_ENOMEM;
       }
@@ -99,7 +113,7 @@ static int read_all(zkl_client_t *c, zkl__session_t *s, const char *dir,
       e->czxid = cl->stat.czxid;
       e->ctime_ms = cl->stat.ctime;
       e->owner = cl->stat.ephemeralOwner;
-      rc = e->node ? parse_data(e, cl->data, (size_t)cl->data_len)
+      rc = e->node ? zkl__parse_node_data(e, cl->data, (size_t)cl->data_len)
                    : ZKL_ENOMEM;
     } else if (rc == ZKL_OK && cl->rc != ZNONODE) {
       rc = cl->rc; /* a node that vanished is simply left out */

@@ -246,6 +246,10 @@ ZKL__HIDDEN void zkl__queue_cancel(zkl__queue_t *q);
 ZKL__HIDDEN int zkl__queue_list(zkl_client_t *c, const char *dir,
                                 const char *marker, zkl_contender_t **out,
                                 size_t *count);
+/* Fills host, pid, thread, id and data of e from node data d (untrusted:
+ * any bytes). Returns ZKL_OK or ZKL_ENOMEM. */
+ZKL__HIDDEN int zkl__parse_node_data(zkl_contender_t *e, const char *d,
+                                     size_t len);
 /* The same after validating root and name (public list functions). */
 ZKL__HIDDEN int zkl__list_named(zkl_client_t *c, const char *root,
                                 const char *name, const char *marker,

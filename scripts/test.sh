@@ -8,6 +8,8 @@
 #   ZKL_TSAN=1 ... also a ThreadSanitizer build
 #   ZKL_DISTCHECK=1 ... also `make distcheck`
 #   ZKL_FAST=1 ... only the -Werror build
+#   ZKL_VALGRIND=1 ... also the C tests under valgrind memcheck
+#   ZKL_FUZZ=SECONDS ... also every libFuzzer target for SECONDS each
 # In CI (CI=true) a skipped test counts as a failure: an integration test
 # that could not reach its ensemble proved nothing.
 set -eu
@@ -51,6 +53,27 @@ if [ -z "${ZKL_FAST:-}" ]; then
 fi
 if [ -n "${ZKL_TSAN:-}" ]; then
   TSAN_OPTIONS=halt_on_error=1 run_suite tsan --enable-tsan
+fi
+# count_line LABEL LOG: add a script's "LABEL: N passed, N failed" line.
+count_line() {
+  local line p f
+  line=$(grep -E "^$1: [0-9]+ passed, [0-9]+ failed" "$2" | tail -1)
+  p=$(echo "$line" | sed -n 's/.*: \([0-9]*\) passed.*/\1/p')
+  f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+  [ -n "$p" ] || { p=0; f=1; echo "!! $1 printed no summary"; }
+  passed=$((passed + p)) failed=$((failed + f))
+}
+if [ -n "${ZKL_VALGRIND:-}" ]; then
+  echo "== valgrind memcheck"
+  bash scripts/valgrind.sh build/normal >build/valgrind.out 2>&1 || true
+  grep -E '^(PASS|FAIL|valgrind:)' build/valgrind.out || tail -40 build/valgrind.out
+  count_line valgrind build/valgrind.out
+fi
+if [ -n "${ZKL_FUZZ:-}" ]; then
+  echo "== fuzzing, ${ZKL_FUZZ}s per target"
+  bash scripts/fuzz.sh "$ZKL_FUZZ" >build/fuzz.out 2>&1 || true
+  grep -E '^(PASS|FAIL|fuzz:)' build/fuzz.out || tail -40 build/fuzz.out
+  count_line fuzz build/fuzz.out
 fi
 if [ -n "${ZKL_DISTCHECK:-}" ]; then
   echo "== make distcheck"

@@ -101,6 +101,42 @@ static void test_guid_and_data(void) {
   free(d);
 }
 
+static void test_node_data_parse(void) {
+  static const char full[] = "zklock 1\nhost=web-1\npid=42\nthread=43\n"
+                             "id=cand-1\n\njob";
+  static const char dup[] = "zklock 1\nhost=a\nhost=bb\nid=x\nid=yy\n\n";
+  zkl_contender_t *e = calloc(1, sizeof *e);
+  CHECK_RC(zkl__parse_node_data(e, full, sizeof full - 1), ZKL_OK);
+  CHECK_STR(e->host, "web-1");
+  CHECK_STR(e->id, "cand-1");
+  CHECK_INT(e->pid, ==, 42);
+  CHECK_INT(e->thread, ==, 43);
+  CHECK(e->data_len == 3 && memcmp(e->data, "job", 3) == 0);
+  zkl_contenders_free(e, 1);
+  /* repeated keys: the last wins and nothing leaks (ASan/valgrind) */
+  e = calloc(1, sizeof *e);
+  CHECK_RC(zkl__parse_node_data(e, dup, sizeof dup - 1), ZKL_OK);
+  CHECK_STR(e->host, "bb");
+  CHECK_STR(e->id, "yy");
+  CHECK(e->data == NULL);
+  zkl_contenders_free(e, 1);
+  /* a number on the last line, with no NUL after the buffer (ASan) */
+  {
+    char *raw = malloc(14);
+    memcpy(raw, "zklock 1\npid=4", 14);
+    e = calloc(1, sizeof *e);
+    CHECK_RC(zkl__parse_node_data(e, raw, 14), ZKL_OK);
+    CHECK_INT(e->pid, ==, 4);
+    zkl_contenders_free(e, 1);
+    free(raw);
+  }
+  /* another library's data is kept whole */
+  e = calloc(1, sizeof *e);
+  CHECK_RC(zkl__parse_node_data(e, "10.0.0.7", 8), ZKL_OK);
+  CHECK(e->host == NULL && e->data_len == 8);
+  zkl_contenders_free(e, 1);
+}
+
 static void test_handles(void) {
   int x, y;
   CHECK_RC(zkl__handle_add(&x), ZKL_OK);
@@ -118,5 +154,6 @@ int main(void) {
   RUN(test_errors);
   RUN(test_guid_and_data);
   RUN(test_handles);
+  RUN(test_node_data_parse);
   return CHECK_DONE();
 }
