@@ -697,6 +697,7 @@ static void client_free(zkl_client_t *c) {
  * uses the client any more. */
 static void client_teardown(zkl_client_t *c) {
   zkl__session_t *s;
+  struct zkl__pdel *p;
   pthread_mutex_lock(&c->mu);
   c->stopping = 1;
   c->state = ZKL_CLIENT_CLOSED;
@@ -707,12 +708,16 @@ static void client_teardown(zkl_client_t *c) {
     pthread_join(c->ev_thread, NULL);
   c->ev_running = 0;
   pthread_mutex_lock(&c->mu);
+  /* Pending deletes are moot: closing a session deletes its ephemeral
+   * nodes. Their session references go now (an expired session may have no
+   * other), their records after the close, which may still complete them. */
+  for (p = c->pdel; p; p = p->next) {
+    zkl__session_put(c, p->s);
+    p->s = NULL;
+  }
   s = c->sess;
   c->sess = NULL;
-  if (s) {
-    s->refs = 1; /* pending deletes are moot: closing ends the session */
-    zkl__session_put(c, s);
-  }
+  zkl__session_put(c, s);
   while (c->dead)
     close_dead(c);
   while (c->evq_head) {
