@@ -10,6 +10,9 @@
 #   ZKL_FAST=1 ... only the -Werror build
 #   ZKL_VALGRIND=1 ... also the C tests under valgrind memcheck
 #   ZKL_FUZZ=SECONDS ... also every libFuzzer target for SECONDS each
+#   ZKL_CHAOS=SECONDS ... also a fault-injection round (scripts/chaos.sh,
+#                         seed 1) of SECONDS on the ASan build, and the
+#                         checker's self-test
 # In CI (CI=true) a skipped test counts as a failure: an integration test
 # that could not reach its ensemble proved nothing.
 set -eu
@@ -74,6 +77,26 @@ if [ -n "${ZKL_FUZZ:-}" ]; then
   bash scripts/fuzz.sh "$ZKL_FUZZ" >build/fuzz.out 2>&1 || true
   grep -E '^(PASS|FAIL|fuzz:)' build/fuzz.out || tail -40 build/fuzz.out
   count_line fuzz build/fuzz.out
+fi
+if [ -n "${ZKL_CHAOS:-}" ]; then
+  echo "== fault injection: ${ZKL_CHAOS}s, seed 1"
+  cb=build/asan
+  [ -d "$cb" ] || cb=build/normal
+  netns=()
+  # in CI a missing partition fault must fail the run, not shrink it
+  [ "${CI:-}" != true ] || netns=(--netns yes)
+  for mode in run self-test; do
+    extra=()
+    [ "$mode" = run ] || extra=(--unlocked --duration 5 --faults cut)
+    if ASAN_OPTIONS=detect_leaks=1 bash scripts/chaos.sh --build "$cb" --seed 1 \
+      --duration "$ZKL_CHAOS" "${netns[@]}" "${extra[@]}" >"build/chaos-$mode.out" 2>&1; then
+      passed=$((passed + 1))
+    else
+      failed=$((failed + 1))
+      tail -40 "build/chaos-$mode.out"
+    fi
+    grep -E '^chaos: (seed|checker)' "build/chaos-$mode.out" || true
+  done
 fi
 if [ -n "${ZKL_DISTCHECK:-}" ]; then
   echo "== make distcheck"

@@ -12,6 +12,9 @@
 #   zk-ensemble.sh restart-node ID  start a stopped node again on its old data
 #   zk-ensemble.sh wait-leader [S]  wait up to S s for exactly one live leader
 #   zk-ensemble.sh mntr ID          print one node's mntr output
+#   zk-ensemble.sh partition ID     cut node ID off the network (netns only)
+#   zk-ensemble.sh heal ID          undo partition
+#   zk-ensemble.sh host ID          print node ID's address
 #
 # State lives in $ZKL_ENSEMBLE_DIR.  When start has to create it (mktemp),
 # the last line start prints on stdout is "ZKL_ENSEMBLE_DIR=<dir>" so callers
@@ -24,6 +27,9 @@
 #   ZKL_ELECTION_BASE (33180)  election port of node i is base+i
 #   ZKL_START_TIMEOUT (60)     seconds to wait for a serving ensemble
 #   ZKL_KEEP_DIR      (0)      1: stop keeps a mktemp-created state dir
+#   ZKL_NETNS         (0)      1: start runs each node in a network namespace
+#                              of its own, bridged to this one, so that a
+#                              node can be partitioned (needs root and ip)
 #
 # Exit status: 0 ok, 1 failure, 2 usage error, 3 a port is already in use
 # (so wrappers can retry on other ports).  Starts are serialized with
@@ -131,17 +137,73 @@ is_alive() {
   tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF -e "$DIR/n$id/zoo.cfg"
 }
 
-# Four-letter word to 127.0.0.1:PORT; prints the reply, nothing on failure.
+# ---- network namespaces (ZKL_NETNS=1) ---------------------------------------
+# Node i lives in namespace <tag>n<i> at <net>.<i>, wired by a veth pair whose
+# host end <tag>h<i> sits on bridge <tag>b (address <net>.254). Taking the
+# host end down partitions the node from the other nodes and from every
+# client at once, with no packet rejected: a real partition, not a reset.
+# The tag and subnet derive from the client port base, so ensembles on
+# different bases do not collide. $DIR/netns holds "<tag> <net>".
+NET_TAG=
+NET_PFX=
+load_net() {
+  NET_TAG=
+  NET_PFX=
+  [ -s "$DIR/netns" ] || return 1
+  read -r NET_TAG NET_PFX <"$DIR/netns"
+}
+
+# address of node $1
+host_of() {
+  if load_net; then echo "$NET_PFX.$1"; else echo 127.0.0.1; fi
+}
+
+net_setup() {
+  local n=$1 i ns
+  command -v ip >/dev/null || die "ZKL_NETNS=1 needs ip (iproute2)"
+  NET_TAG=zkl$CLIENT_BASE
+  NET_PFX=10.$((CLIENT_BASE / 256 % 256)).$((CLIENT_BASE % 256))
+  if ip link show "${NET_TAG}b" >/dev/null 2>&1; then
+    echo "$prog: bridge ${NET_TAG}b exists: another ensemble uses base $CLIENT_BASE" >&2
+    exit 3
+  fi
+  echo "$NET_TAG $NET_PFX" >"$DIR/netns"
+  ip link add "${NET_TAG}b" type bridge || die "cannot create bridge ${NET_TAG}b (root needed)"
+  ip addr add "$NET_PFX.254/24" dev "${NET_TAG}b"
+  ip link set "${NET_TAG}b" up
+  for i in $(seq 1 "$n"); do
+    ns=${NET_TAG}n$i
+    ip netns add "$ns" || die "cannot create network namespace $ns"
+    ip link add "${NET_TAG}h$i" type veth peer name eth0 netns "$ns"
+    ip link set "${NET_TAG}h$i" master "${NET_TAG}b" up
+    ip -n "$ns" link set lo up
+    ip -n "$ns" addr add "$NET_PFX.$i/24" dev eth0
+    ip -n "$ns" link set eth0 up
+  done
+}
+
+net_teardown() {
+  local ns
+  load_net || return 0
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
+    case "$ns" in "${NET_TAG}n"[0-9]) ip netns del "$ns" 2>/dev/null || true ;; esac
+  done
+  ip link del "${NET_TAG}b" 2>/dev/null || true
+  rm -f "$DIR/netns"
+}
+
+# Four-letter word to HOST:PORT; prints the reply, nothing on failure.
 # bash /dev/tcp avoids depending on nc; timeout -k because a caller may run
 # us with SIGTERM ignored (with-ensemble.sh's cleanup does).
 fourlw() {
   # shellcheck disable=SC2016 # expanded by the inner bash
-  timeout -k 1 3 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf %s "$2" >&3 && cat <&3' \
-    _ "$1" "$2" 2>/dev/null || true
+  timeout -k 1 3 bash -c 'exec 3<>"/dev/tcp/$1/$2" && printf %s "$3" >&3 && cat <&3' \
+    _ "$1" "$2" "$3" 2>/dev/null || true
 }
 
+# mode of the node at index $1 of the arrays
 mode_of() {
-  fourlw "$1" srvr | sed -n 's/^Mode: //p'
+  fourlw "$(host_of "${IDS[$1]}")" "${PORTS[$1]}" srvr | sed -n 's/^Mode: //p'
 }
 
 port_in_use() {
@@ -164,8 +226,10 @@ launch_node() {
   local i=$1 node=$DIR/n$1
   rm -f "$node/pid"
   printf '=== %s zk-ensemble.sh: starting node %s\n' "$(date '+%F %T')" "$i" >>"$node/server.log"
+  local netns=()
+  if load_net; then netns=(ip netns exec "${NET_TAG}n$i"); fi
   # shellcheck disable=SC2016 # $$ and $1 belong to the inner bash
-  setsid bash -c 'echo $$ >"$1/pid"; shift; exec "$@"' _ "$node" \
+  "${netns[@]}" setsid bash -c 'echo $$ >"$1/pid"; shift; exec "$@"' _ "$node" \
     java "${JVM_OPTS[@]}" -cp "$SERVER_CP" \
     org.apache.zookeeper.server.quorum.QuorumPeerMain "$node/zoo.cfg" \
     </dev/null >>"$node/server.log" 2>&1 9<&- &
@@ -192,7 +256,7 @@ ensemble_ready() {
   load || return 1
   for k in "${!IDS[@]}"; do
     is_alive "${IDS[$k]}" "${PIDS[$k]}" || return 1
-    mode=$(mode_of "${PORTS[$k]}")
+    mode=$(mode_of "$k")
     case "$mode" in
       leader | standalone) leaders=$((leaders + 1)) ;;
       follower | observer) ;;
@@ -219,7 +283,7 @@ show_status() {
       rc=1
       continue
     fi
-    mode=$(mode_of "${PORTS[$k]}")
+    mode=$(mode_of "$k")
     echo "node ${IDS[$k]} pid ${PIDS[$k]} port ${PORTS[$k]} mode ${mode:-<not serving>}"
     case "$mode" in
       leader | standalone)
@@ -264,6 +328,7 @@ do_stop() {
     echo "no running ensemble recorded in $DIR"
   fi
   rm -f "$PIDFILE" "$CONNFILE" "$DIR"/n*/pid
+  net_teardown
   if [ -f "$DIR/$MARKER" ] && [ "${ZKL_KEEP_DIR:-0}" != 1 ]; then
     rm -rf -- "$DIR"
     echo "removed $DIR"
@@ -318,7 +383,7 @@ minSessionTimeout=2000
 maxSessionTimeout=60000
 dataDir=$node/data
 clientPort=$((CLIENT_BASE + i))
-clientPortAddress=127.0.0.1
+clientPortAddress=$(host_of "$i")
 maxClientCnxns=0
 admin.enableServer=false
 4lw.commands.whitelist=*
@@ -327,7 +392,7 @@ EOF
   # no server.N lines for N=1: QuorumPeerMain then runs a standalone server
   if [ "$n" -gt 1 ]; then
     for j in $(seq 1 "$n"); do
-      echo "server.$j=127.0.0.1:$((QUORUM_BASE + j)):$((ELECTION_BASE + j))" >>"$node/zoo.cfg"
+      echo "server.$j=$(host_of "$j"):$((QUORUM_BASE + j)):$((ELECTION_BASE + j))" >>"$node/zoo.cfg"
     done
   fi
 }
@@ -367,7 +432,9 @@ cmd_start() {
   fi
 
   # Check ports before creating anything, so a clash leaves no litter.
+  # (Nodes in namespaces of their own cannot clash with anything here.)
   for i in $(seq 1 "$n"); do
+    [ "${ZKL_NETNS:-0}" != 1 ] || break
     for port in $((CLIENT_BASE + i)) $((QUORUM_BASE + i)) $((ELECTION_BASE + i)); do
       if [ "$n" -eq 1 ] && [ "$port" -ne $((CLIENT_BASE + i)) ]; then continue; fi
       if port_in_use "$port"; then
@@ -393,6 +460,8 @@ cmd_start() {
   trap 'exit 143' TERM
   trap 'exit 129' HUP
 
+  rm -f "$DIR/netns"
+  [ "${ZKL_NETNS:-0}" != 1 ] || net_setup "$n"
   for i in $(seq 1 "$n"); do
     # fresh data every start: tests must not inherit an old run's znodes
     rm -rf -- "$DIR/n$i"
@@ -404,7 +473,7 @@ cmd_start() {
     # record at once, so an interrupt from here on can stop this node
     echo "$i $LAUNCHED_PID $((CLIENT_BASE + i))" >>"$PIDFILE"
     LAUNCHING=
-    conn="${conn:+$conn,}127.0.0.1:$((CLIENT_BASE + i))"
+    conn="${conn:+$conn,}$(host_of "$i"):$((CLIENT_BASE + i))"
   done
   echo "$conn" >"$CONNFILE"
   echo "started $n node(s) in $DIR; waiting for a leader (up to ${START_TIMEOUT}s)" >&2
@@ -480,6 +549,7 @@ cmd_restart_node() {
     die "node $id is still running (pid ${PIDS[$K]}); stop-node or kill-node it first"
   fi
   for port in $(node_ports "$id"); do
+    load_net && break
     if port_in_use "$port"; then
       echo "$prog: port $port on 127.0.0.1 is in use; cannot restart node $id" >&2
       exit 3
@@ -496,7 +566,7 @@ cmd_restart_node() {
       tail -n 25 "$DIR/n$id/server.log" >&2
       die "node $id (pid $LAUNCHED_PID) exited after restart"
     }
-    mode=$(mode_of "${PORTS[$K]}")
+    mode=$(mode_of "$K")
     [ -z "$mode" ] || break
     [ "$SECONDS" -lt "$deadline" ] || {
       tail -n 25 "$DIR/n$id/server.log" >&2
@@ -513,7 +583,7 @@ find_leader() {
   load || return 1
   for k in "${!IDS[@]}"; do
     is_alive "${IDS[$k]}" "${PIDS[$k]}" || continue
-    mode=$(mode_of "${PORTS[$k]}")
+    mode=$(mode_of "$k")
     case "$mode" in
       leader | standalone)
         found=${IDS[$k]}
@@ -551,7 +621,7 @@ cmd_wait_leader() {
 cmd_mntr() {
   local out
   need_id "${1:-}"
-  out=$(fourlw "${PORTS[$K]}" mntr)
+  out=$(fourlw "$(host_of "$1")" "${PORTS[$K]}" mntr)
   [ -n "$out" ] || die "node $1 (port ${PORTS[$K]}) did not answer mntr"
   printf '%s\n' "$out"
 }
@@ -573,5 +643,15 @@ case "$cmd" in
   restart-node) cmd_restart_node "$@" ;;
   wait-leader) cmd_wait_leader "$@" ;;
   mntr) cmd_mntr "$@" ;;
+  partition | heal)
+    need_id "${1:-}"
+    load_net || die "partition needs an ensemble started with ZKL_NETNS=1"
+    if [ "$cmd" = partition ]; then ip link set "${NET_TAG}h$1" down; else ip link set "${NET_TAG}h$1" up; fi
+    echo "$cmd: node $1"
+    ;;
+  host)
+    need_id "${1:-}"
+    host_of "$1"
+    ;;
   *) usage ;;
 esac

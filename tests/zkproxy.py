@@ -4,7 +4,7 @@ fault tests. It reads the client-to-server framing (4-byte length, then for
 every request after the connect handshake an int32 xid and an int32 op type)
 so it can cut a connection at an awkward moment:
 
-  zkproxy.py LISTEN_PORT SERVER_HOST:PORT STATE_DIR
+  zkproxy.py LISTEN_PORT SERVER_HOST:PORT STATE_DIR [SEED]
 
 LISTEN_PORT 0 picks a free port, written to STATE_DIR/port.
 
@@ -13,10 +13,17 @@ Control, by creating a file in STATE_DIR (the proxy removes it when done):
                      connection before the reply can reach it
   cut-after-delete   the same for the next delete request
   cut-now            close every proxied connection at once
+  delay              (kept while present) "MEAN_MS JITTER_MS STALL_PERMILLE
+                     STALL_MS": hold every chunk, in both directions, MEAN_MS
+                     +- JITTER_MS, and STALL_PERMILLE of them STALL_MS more, as
+                     a lost segment waiting for its retransmission would be.
+                     The slow link of the fault suite: this kernel may lack
+                     tc netem, and the proxy works everywhere.
 The proxy appends one line per event to STATE_DIR/events and writes its
 PID to STATE_DIR/pid. It stops on SIGTERM.
 """
 import os
+import random
 import signal
 import socket
 import struct
@@ -31,6 +38,20 @@ server_host, server_port = sys.argv[2].rsplit(":", 1)
 state = sys.argv[3]
 lock = threading.Lock()
 conns = []
+rng = random.Random(int(sys.argv[4]) if len(sys.argv) > 4 else 0)
+delay = None  # (mean, jitter, stall_permille, stall) in ms, or None
+
+
+def slow_down():
+    d = delay
+    if d is None:
+        return
+    with lock:
+        ms = d[0] + rng.uniform(-d[1], d[1])
+        if rng.randrange(1000) < d[2]:
+            ms += d[3]
+    if ms > 0:
+        threading.Event().wait(ms / 1000.0)
 
 
 def event(msg):
@@ -78,6 +99,7 @@ def client_to_server(c, s):
             head = read_exact(c, 4)
             (n,) = struct.unpack(">i", head)
             body = read_exact(c, n)
+            slow_down()
             s.sendall(head + body)
             if first:
                 first = False
@@ -101,14 +123,29 @@ def server_to_client(c, s):
             d = s.recv(65536)
             if not d:
                 break
+            slow_down()
             c.sendall(d)
     except OSError:
         pass
     close_pair(c, s)
 
 
+def read_delay():
+    try:
+        with open(os.path.join(state, "delay")) as f:
+            v = [int(x) for x in f.read().split()]
+        return tuple(v) if len(v) == 4 else None
+    except (OSError, ValueError):
+        return None
+
+
 def watch_cut_now():
+    global delay
     while True:
+        d = read_delay()
+        if d != delay:
+            delay = d
+            event("delay %s" % (" ".join(map(str, d)) if d else "off"))
         if take("cut-now"):
             with lock:
                 pairs = list(conns)
