@@ -16,7 +16,8 @@
  *     unlocks and prints "RELEASED <code name>". With -A, it then acquires
  *     once more (on the same client, so after an expiry on a new session)
  *     and prints "REACQUIRED token=T". With -K SECS it stays alive (session
- *     open) SECS seconds after the release, even after a loss.
+ *     open) SECS seconds after the release, even after a loss, or after
+ *     giving up.
  *
  *   locker list -s HOSTS -r ROOT -n NAME
  *     Prints "contenders=N", then one "seq token pid" line per contender.
@@ -185,6 +186,8 @@ static int do_hold(void) {
                : zkl_mutex_lock(mutex);
   if (rc != ZKL_OK) {
     say("NOT ACQUIRED %s\n", zkl_err_name(rc));
+    if (keep)
+      sleep((unsigned)keep);
     return rc == ZKL_ETIMEDOUT ? 2 : 1;
   }
   zkl_mutex_token(mutex, &token);
