@@ -307,9 +307,16 @@ ZKL_EXTERN int zkl_mutex_trylock(zkl_mutex_t *mutex);
 
 /*
  * Acquire, giving up at deadline_ms (absolute, zkl_now_ms() clock) with
- * ZKL_ETIMEDOUT; our node is removed before returning. A request already
- * sent is waited for, so the call may return later than the deadline by at
- * most one ZooKeeper round trip (bounded by the session's receive timeout).
+ * ZKL_ETIMEDOUT; our node is removed before returning. No new request is
+ * sent once the deadline has passed, but a request already sent is waited
+ * for, and so is the delete of our node: the call may return later than
+ * the deadline by at most two ZooKeeper round trips (each bounded by the
+ * session's receive timeout). If the connection is down, or our node's
+ * name is not known yet because the create's reply was lost, the client's
+ * event thread deletes the node after reconnecting (finding it by its
+ * guid) instead. A lock that is free at our first look at the queue
+ * (which comes with the create) is taken even if the deadline has passed
+ * meanwhile, so a deadline already past behaves like zkl_mutex_trylock().
  */
 ZKL_EXTERN int zkl_mutex_timedlock(zkl_mutex_t *mutex, int64_t deadline_ms);
 

@@ -87,16 +87,24 @@ static int is_session_error(int rc) {
          rc == ZSESSIONMOVED;
 }
 
-static int stopped(const run_t *r) {
+/* Why the acquisition must end now, or ZKL_OK. `lenient`: the deadline is
+ * not checked (see run()). */
+static int halt(const run_t *r, int lenient) {
   zkl_client_t *c = r->q->c;
   if (c->stopping)
     return ZKL_ECLOSED;
   if (r->q->cancel_gen != r->gen || r->q->closed)
     return ZKL_ECANCELED;
-  if (r->deadline >= 0 && !r->first && zkl_now_ms() >= r->deadline)
+  if (r->deadline >= 0 && !lenient && zkl_now_ms() >= r->deadline)
     return ZKL_ETIMEDOUT;
   return ZKL_OK;
 }
+
+static int stopped(const run_t *r) { return halt(r, r->first); }
+
+/* Before a request that only trouble makes necessary (a lost reply, a
+ * failed listing): the deadline holds even on the first look. */
+static int stopped_strict(const run_t *r) { return halt(r, 0); }
 
 /* Waits for a usable connection after a request failed on session s at
  * connection epoch `epoch`; also wakes for cancellation. */
@@ -192,6 +200,11 @@ static int recover(run_t *r, zkl__session_t *s, uint64_t epoch) {
     if (c->sess != s) { /* expired: whatever we made died with it */
       zkl__session_put(c, s);
       return RETRY;
+    }
+    if ((rc = stopped_strict(r)) != ZKL_OK) {
+      zkl__defer_find_delete(c, s, r->q->dir, r->a->guid);
+      zkl__session_put(c, s);
+      return rc;
     }
     epoch = c->conn_epoch;
     zkl__call_init(&sy, c, &r->a->cv);
@@ -321,6 +334,8 @@ static int list(run_t *r, zkl__call_t *ls) {
     int rc;
     if (!s || a->session_lost)
       return RETRY;
+    if ((rc = stopped_strict(r)) != ZKL_OK)
+      return rc;
     s->refs++;
     zkl__call_init(ls, c, &a->cv);
     pthread_mutex_unlock(&c->mu);
@@ -381,6 +396,10 @@ static int wait_pred(run_t *r, char *pred, int pred_is_head, uint64_t epoch) {
   struct timespec ts;
   int rc;
 
+  if ((rc = stopped(r)) != ZKL_OK) {
+    free(pred);
+    return rc;
+  }
   a->watch_path = pred;
   a->pred_gone = a->woke = 0;
   s->refs++;
@@ -437,6 +456,8 @@ static int confirm_owner(run_t *r) {
     return HOLD;
   if (!s || s != c->sess || s->expired)
     return RETRY;
+  if ((rc = stopped(r)) != ZKL_OK)
+    return rc;
   s->refs++;
   zkl__call_init(&st, c, &a->cv);
   pthread_mutex_unlock(&c->mu);
@@ -456,11 +477,15 @@ static int confirm_owner(run_t *r) {
 static int run(run_t *r) {
   zkl_client_t *c = r->q->c;
   zkl__acq_t *a = r->a;
-  /* Until our first look at the queue the deadline is not checked, so that
-   * a deadline already past behaves like trylock (as with
-   * pthread_mutex_timedlock); waits for the network still honour it. */
+  /* A lock free now is taken whatever the deadline (as with
+   * pthread_mutex_timedlock): the deadline is not checked until our first
+   * look at the queue, which normally comes with the create. Waits for the
+   * network still honour it, and so does every request that only trouble
+   * makes necessary, so that a slow or broken link makes us overrun the
+   * deadline by at most the round trip under way (and the delete of our
+   * node), not by one round trip per recovery step. */
   r->first = 1;
-  for (;;) {
+  for (;; r->first = 0) { /* a second pass is trouble too */
     zkl__call_t ls;
     char *pred = NULL;
     int rc, head = 0, have_list = 0;

@@ -181,11 +181,11 @@ static int do_hold(void) {
   uint64_t token = 0;
   char node[1024] = "";
   struct timespec ts;
-  int rc = wait_secs >= 0
-               ? zkl_mutex_timedlock(mutex, zkl_now_ms() + wait_secs * 1000LL)
-               : zkl_mutex_lock(mutex);
+  int64_t t0 = zkl_now_ms();
+  int rc = wait_secs >= 0 ? zkl_mutex_timedlock(mutex, t0 + wait_secs * 1000LL)
+                          : zkl_mutex_lock(mutex);
   if (rc != ZKL_OK) {
-    say("NOT ACQUIRED %s\n", zkl_err_name(rc));
+    say("NOT ACQUIRED %s after %" PRId64 " ms\n", zkl_err_name(rc), zkl_now_ms() - t0);
     if (keep)
       sleep((unsigned)keep);
     return rc == ZKL_ETIMEDOUT ? 2 : 1;
@@ -231,6 +231,12 @@ static int do_list(void) {
   return 0;
 }
 
+/* LOCKER_LOG=1: the library's log lines on stderr, stamped in ms */
+static void log_line(void *ctx, int level, const char *msg) {
+  (void)ctx;
+  fprintf(stderr, "%" PRId64 " locker log %d: %s\n", zkl_now_ms(), level, msg);
+}
+
 int main(int argc, char **argv) {
   zkl_client_options_t co = {0};
   zkl_mutex_options_t mo = {0};
@@ -259,6 +265,10 @@ int main(int argc, char **argv) {
     return 2;
   }
   co.session_timeout_ms = session_ms;
+  if (getenv("LOCKER_LOG")) {
+    co.log_fn = log_line;
+    co.log_level = ZKL_LOG_DEBUG;
+  }
   if ((rc = zkl_client_create(&client, hosts, &co)) != ZKL_OK) {
     fprintf(stderr, "locker: %s\n", zkl_strerror(rc));
     return 1;
