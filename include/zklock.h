@@ -326,6 +326,13 @@ ZKL_EXTERN int zkl_mutex_timedlock(zkl_mutex_t *mutex, int64_t deadline_ms);
  * Returns ZKL_OK; ZKL_ENOTOWNER if the calling thread holds nothing (nothing
  * is deleted); ZKL_ELOST if the hold had been lost (the hold is cleared all
  * the same, whatever its depth); ZKL_EINVAL.
+ *
+ * ZKL_OK from the last level means the hold was still ours when unlock was
+ * called. If the delete fails for want of a connection, unlock waits for the
+ * session's fate: reconnected (ZKL_OK), expired, or still disconnected after
+ * about a third of the session timeout (ZKL_ELOST). So a process stopped
+ * past its session timeout inside the critical section (a debugger, a VM
+ * pause, swapping) learns here that others may have held the lock.
  */
 ZKL_EXTERN int zkl_mutex_unlock(zkl_mutex_t *mutex);
 

@@ -171,6 +171,8 @@ ZKL__HIDDEN zkl__session_t *zkl__session_get(zkl_client_t *c);
 ZKL__HIDDEN void zkl__session_put(zkl_client_t *c, zkl__session_t *s);
 ZKL__HIDDEN int zkl__wait_usable(zkl_client_t *c, zkl__session_t *old,
                                  uint64_t epoch, int64_t deadline_ms);
+ZKL__HIDDEN int zkl__session_verdict(zkl_client_t *c, zkl__session_t *s,
+                                     uint64_t epoch);
 ZKL__HIDDEN void zkl__acq_link(zkl_client_t *c, zkl__acq_t *a);
 ZKL__HIDDEN void zkl__acq_unlink(zkl_client_t *c, zkl__acq_t *a);
 ZKL__HIDDEN void zkl__post_state(zkl_client_t *c, zkl__acq_t *a, int state);

@@ -548,10 +548,13 @@ static int run(run_t *r) {
 
 /* Deletes our node and forgets it; under c->mu. Returns the delete's
  * ZooKeeper code (ZOK when there was nothing to delete). When the
- * connection is down the delete is left to the event thread. */
-static int remove_node(zkl_client_t *c, zkl__acq_t *a) {
+ * connection is down the delete is left to the event thread; with `judge`
+ * the code is then the session's verdict (ZOK or ZSESSIONEXPIRED) instead:
+ * a release must not report a hold as kept when it cannot know. */
+static int remove_node(zkl_client_t *c, zkl__acq_t *a, int judge) {
   zkl__session_t *s = a->sess;
   zkl__call_t del, *ptrs[1] = {&del};
+  uint64_t epoch = c->conn_epoch;
   int rc;
   if (!a->path || !s)
     return s ? ZOK : ZSESSIONEXPIRED;
@@ -565,8 +568,11 @@ static int remove_node(zkl_client_t *c, zkl__acq_t *a) {
     pthread_mutex_lock(&c->mu);
     zkl__call_wait(ptrs, 1);
     rc = del.rc;
-    if (zkl__is_conn_error(rc))
+    if (zkl__is_conn_error(rc)) {
       zkl__defer_delete(c, s, a->path);
+      if (judge)
+        rc = zkl__session_verdict(c, s, epoch);
+    }
   }
   zkl__session_put(c, s);
   return rc;
@@ -610,7 +616,7 @@ int zkl__queue_acquire(zkl__queue_t *q, int mode, int64_t deadline_ms,
     *out = a;
   } else {
     zkl__acq_unlink(c, a); /* no watcher may take our delete for a loss */
-    remove_node(c, a);
+    remove_node(c, a, 0);
     acq_free(c, a);
   }
   pthread_mutex_unlock(&c->mu);
@@ -629,7 +635,7 @@ int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a) {
   if (st == ZKL_STATE_LOST) {
     rc = ZKL_ELOST;
   } else {
-    int zrc = remove_node(c, a);
+    int zrc = remove_node(c, a, 1);
     /* ZNONODE: someone deleted our node while we held it. */
     if (zrc == ZNONODE || is_session_error(zrc))
       rc = ZKL_ELOST;

@@ -17,7 +17,8 @@
  *     once more (on the same client, so after an expiry on a new session)
  *     and prints "REACQUIRED token=T". With -K SECS it stays alive (session
  *     open) SECS seconds after the release, even after a loss, or after
- *     giving up.
+ *     giving up. -N: ZKL_MUTEX_NO_NODE_WATCH (a hold then sends nothing but
+ *     pings until its unlock).
  *
  *   locker list -s HOSTS -r ROOT -n NAME
  *     Prints "contenders=N", then one "seq token pid" line per contender.
@@ -39,7 +40,7 @@
 
 static const char *hosts, *root = "/locks", *name, *dir;
 static int threads = 1, cycles = 10, session_ms = 10000, usec = 1000;
-static int wait_secs = -1, hold_secs = 0, again = 0, keep = 0;
+static int wait_secs = -1, hold_secs = 0, again = 0, keep = 0, no_watch = 0;
 static zkl_client_t *client;
 static zkl_mutex_t *mutex;
 static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -242,7 +243,7 @@ int main(int argc, char **argv) {
   zkl_mutex_options_t mo = {0};
   const char *mode = argc > 1 ? argv[1] : "";
   int opt, rc;
-  while ((opt = getopt(argc - 1, argv + 1, "s:r:n:d:t:c:T:u:W:H:AK:")) != -1) {
+  while ((opt = getopt(argc - 1, argv + 1, "s:r:n:d:t:c:T:u:W:H:AK:N")) != -1) {
     switch (opt) {
     case 's': hosts = optarg; break;
     case 'r': root = optarg; break;
@@ -255,6 +256,7 @@ int main(int argc, char **argv) {
     case 'W': wait_secs = atoi(optarg); break;
     case 'H': hold_secs = atoi(optarg); break;
     case 'A': again = 1; break;
+    case 'N': no_watch = 1; break;
     case 'K': keep = atoi(optarg); break;
     default: return 2;
     }
@@ -274,6 +276,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   mo.root = root;
+  mo.flags = no_watch ? ZKL_MUTEX_NO_NODE_WATCH : 0;
   if (!strcmp(mode, "hold")) {
     mo.state_fn = on_state;
   }

@@ -19,6 +19,12 @@ Control, by creating a file in STATE_DIR (the proxy removes it when done):
                      a lost segment waiting for its retransmission would be.
                      The slow link of the fault suite: this kernel may lack
                      tc netem, and the proxy works everywhere.
+  zombie             (kept while present) forward nothing either way and
+                     answer the clients' pings itself, so that a client
+                     believes its session alive while the server expires it;
+                     a server's close reaches the client only once the file
+                     is gone. A process stopped past its session timeout
+                     wakes up in just this state.
 The proxy appends one line per event to STATE_DIR/events and writes its
 PID to STATE_DIR/pid. It stops on SIGTERM.
 """
@@ -31,6 +37,9 @@ import sys
 import threading
 
 OP_CREATE, OP_DELETE, OP_CREATE2, OP_CREATE_CONTAINER = 1, 2, 15, 19
+OP_PING, PING_XID = 11, -2
+# reply header: xid, zxid (0: the client keeps its last zxid), err
+PING_REPLY = struct.pack(">iiqi", 16, PING_XID, 0, 0)
 CREATE_OPS = (OP_CREATE, OP_CREATE2, OP_CREATE_CONTAINER)
 
 listen_port = int(sys.argv[1])
@@ -92,6 +101,10 @@ def read_exact(s, n):
     return buf
 
 
+def zombie():
+    return os.path.exists(os.path.join(state, "zombie"))
+
+
 def client_to_server(c, s):
     first = True  # the connect request has no request header
     try:
@@ -99,14 +112,20 @@ def client_to_server(c, s):
             head = read_exact(c, 4)
             (n,) = struct.unpack(">i", head)
             body = read_exact(c, n)
+            xid, op = struct.unpack(">ii", body[:8]) if n >= 8 and not first else (0, -1)
+            if zombie():
+                if op == OP_PING:
+                    c.sendall(PING_REPLY)  # the server side is silent now
+                else:
+                    event("zombie dropped op %d xid %d" % (op, xid))
+                continue
             slow_down()
             s.sendall(head + body)
             if first:
                 first = False
                 continue
-            if n < 8:
+            if op < 0:
                 continue
-            xid, op = struct.unpack(">ii", body[:8])
             cut = (op in CREATE_OPS and take("cut-after-create")) or (
                 op == OP_DELETE and take("cut-after-delete"))
             if cut:
@@ -124,9 +143,12 @@ def server_to_client(c, s):
             if not d:
                 break
             slow_down()
-            c.sendall(d)
+            if not zombie():
+                c.sendall(d)
     except OSError:
         pass
+    while zombie():
+        threading.Event().wait(0.05)
     close_pair(c, s)
 
 
