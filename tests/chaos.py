@@ -12,9 +12,10 @@ locks. While they run it injects faults, one at a time, in a seeded order:
   partition         cut one node (leader or not) off every other node and
                     every client for 2 s .. session+2 s, then heal
   pause             SIGSTOP a client process inside a critical section (the
-                    store stops it as it answers the client's read) past
-                    its session timeout, then SIGCONT: its hold is gone,
-                    and its late write must be refused by token
+                    store stops it as it answers the client's read) for
+                    session+2 s .. session+4 s, then SIGCONT: its hold is
+                    gone, its late write must be refused by token, and its
+                    unlock must return ZKL_ELOST
   cut               close client connections in a proxy: right after a
                     create or a delete was forwarded, or all at once
   slow              every proxy delays traffic (jitter, and stalls standing
@@ -323,12 +324,13 @@ class Round:
             how = "stop-node" if kind == "follower-restart" else "partition"
         log("%s: node %d (leader %d)" % (kind, node, leader))
         self.ens.run(how, node, check=True)
-        if kind == "partition":
-            self.sleep(2, self.o.session_ms / 1000.0 + 2)
-            self.ens.run("heal", node, check=True)
-        else:
-            self.sleep(1, 4)
-            self.ens.run("restart-node", node, check=True)
+        try:
+            if kind == "partition":
+                self.sleep(2, self.o.session_ms / 1000.0 + 2)
+            else:
+                self.sleep(1, 4)
+        finally:
+            self.ens.run("heal" if kind == "partition" else "restart-node", node, check=True)
 
     def pause(self):
         i = self.rng.randrange(len(self.procs))
@@ -344,7 +346,10 @@ class Round:
         self.held_pauses += inside
         self.held_by[i] = self.held_by.get(i, 0) + inside
         try:
-            self.sleep(self.o.session_ms / 1000.0 + 1, self.o.session_ms / 1000.0 + 3)
+            # the server expires a silent session within T + one tick (1 s)
+            # of the last ping, which came at most T/3 before the stop: stop
+            # longer, so that every paused holder's session surely expires
+            self.sleep(self.o.session_ms / 1000.0 + 2, self.o.session_ms / 1000.0 + 4)
         finally:
             p.send_signal(signal.SIGCONT)
             self.pauses.append((p.pid, t0, time.monotonic()))
@@ -409,6 +414,17 @@ class Round:
         return tot
 
     def orphans(self):
+        """Lock nodes left. A client that exited while cut off could not
+        close its session: its nodes go when the session expires, so only
+        what is still there two session timeouts later counts."""
+        end = time.monotonic() + 2 * self.o.session_ms / 1000.0 + 5
+        while True:
+            n = self.count_nodes()
+            if n == 0 or time.monotonic() >= end:
+                return n
+            time.sleep(0.5)
+
+    def count_nodes(self):
         exe = os.path.join(self.o.builddir, "tests", "locker")
         n = 0
         for k in range(self.o.locks):
