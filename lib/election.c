@@ -131,7 +131,7 @@ static int stop_candidacy(zkl_election_t *e) {
   pthread_cond_broadcast(&e->cv);
   pthread_mutex_unlock(&c->mu);
   if (a)
-    zkl__queue_release(&e->q, a); /* deletes our node unless already lost */
+    zkl__queue_release(&e->q, a, 0); /* deletes our node unless already lost */
   return phase;
 }
 

@@ -243,7 +243,9 @@ ZKL__HIDDEN void zkl__queue_detach(zkl__queue_t *q);
 ZKL__HIDDEN void zkl__queue_fini(zkl__queue_t *q);
 ZKL__HIDDEN int zkl__queue_acquire(zkl__queue_t *q, int mode,
                                    int64_t deadline_ms, zkl__acq_t **out);
-ZKL__HIDDEN int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a);
+/* judge: when the delete cannot reach the server, wait for the session's
+ * fate and report ZKL_ELOST unless it reconnects (a mutex's unlock). */
+ZKL__HIDDEN int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a, int judge);
 ZKL__HIDDEN void zkl__queue_cancel(zkl__queue_t *q);
 ZKL__HIDDEN int zkl__queue_list(zkl_client_t *c, const char *dir,
                                 const char *marker, zkl_contender_t **out,

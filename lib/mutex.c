@@ -154,8 +154,9 @@ int zkl_mutex_timedlock(zkl_mutex_t *m, int64_t deadline_ms) {
   return acquire(m, ZKL__TIMED, deadline_ms < 0 ? 0 : deadline_ms);
 }
 
-/* Final release of hold a (depth reaching 0, or a lost hold). */
-static int release(zkl_mutex_t *m, zkl__acq_t *a) {
+/* Final release of hold a (depth reaching 0, or a lost hold); judge as in
+ * zkl__queue_release: only an unlock reports on the hold it ends. */
+static int release(zkl_mutex_t *m, zkl__acq_t *a, int judge) {
   zkl__acq_t **pp;
   uint64_t me = a->tid;
   if (atomic_load_explicit(&m->owner_tid, memory_order_relaxed) == me) {
@@ -169,7 +170,7 @@ static int release(zkl_mutex_t *m, zkl__acq_t *a) {
       break;
     }
   pthread_mutex_unlock(&m->c->mu);
-  return zkl__queue_release(&m->q, a);
+  return zkl__queue_release(&m->q, a, judge);
 }
 
 int zkl_mutex_unlock(zkl_mutex_t *m) {
@@ -189,7 +190,7 @@ int zkl_mutex_unlock(zkl_mutex_t *m) {
     a->depth--;
     return ZKL_OK;
   }
-  return release(m, a);
+  return release(m, a, 1);
 }
 
 int zkl_mutex_cancel(zkl_mutex_t *m) {
@@ -220,7 +221,7 @@ int zkl_mutex_destroy(zkl_mutex_t *m) {
   if (!zkl__handle_remove(m))
     return ZKL_EINVAL;
   if (mine)
-    release(m, mine); /* a failed delete is deferred or moot: see header */
+    release(m, mine, 0); /* a failed delete is deferred or moot: see header */
   zkl__queue_detach(&m->q);
   free(m);
   return ZKL_OK;

@@ -626,7 +626,7 @@ int zkl__queue_acquire(zkl__queue_t *q, int mode, int64_t deadline_ms,
   return rc;
 }
 
-int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a) {
+int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a, int judge) {
   zkl_client_t *c = q->c;
   int rc = ZKL_OK, st;
   pthread_mutex_lock(&c->mu);
@@ -635,7 +635,7 @@ int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a) {
   if (st == ZKL_STATE_LOST) {
     rc = ZKL_ELOST;
   } else {
-    int zrc = remove_node(c, a, 1);
+    int zrc = remove_node(c, a, judge);
     /* ZNONODE: someone deleted our node while we held it. */
     if (zrc == ZNONODE || is_session_error(zrc))
       rc = ZKL_ELOST;
