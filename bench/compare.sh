@@ -9,6 +9,8 @@
 # peers' Debian packages if missing (root), builds zklock-bench in
 # build/bench (-O2, no sanitizer), and writes every JSON line to
 # /tmp/zkb-results/ (run-peers.sh prints the file and a table of ratios).
+# Last come the write ceiling and the round trips of a write and a read
+# (zklock-bench -w rtt), which bound the ratios any recipe can reach.
 set -eu
 top=$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)
 peers=$(CDPATH='' cd -- "$top/../shared/bench" 2>/dev/null && pwd) ||
@@ -51,3 +53,6 @@ export ZKB_EXTRA_IMPLS="zklock=$top/build/bench/bench/zklock-bench"
 echo
 echo "write ceiling of the same ensemble (pipelined create+delete pairs, 3 runs):"
 for i in 1 2 3; do "$ceiling" --connect "$connect" -M 3000 -W 64 --label "ceiling,run=$i"; done
+echo
+echo "round trips of the same ensemble (sequential writes and reads, 3 runs):"
+for i in 1 2 3; do "$top/build/bench/bench/zklock-bench" --connect "$connect" -w rtt -N 2000 --label "rtt,run=$i"; done

@@ -575,6 +575,59 @@ static void cleanup(void) {
   }
 }
 
+/* The ensemble's own round trips, with the plain ZooKeeper client: a write
+ * (create or delete, each a quorum commit) and a read (getChildren, served
+ * by the connected server). They bound what any lock recipe can gain: an
+ * uncontended cycle costs Curator two writes and a read in sequence, and
+ * zklock two writes (its getChildren rides with the create). */
+static void rtt(void) {
+  zhandle_t *zh = zookeeper_init2(connect_str, no_watch, session_ms, NULL,
+                                  NULL, 0, quiet);
+  long long *wr = calloc((size_t)N * 2, sizeof *wr), *rd = calloc((size_t)N, sizeof *rd);
+  char dir[300], node[320], made[320];
+  struct String_vector v;
+  double w50, r50;
+  int i;
+  for (i = 0; zh && i < 200 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
+    usleep(50000);
+  if (!zh || !wr || !rd || zoo_state(zh) != ZOO_CONNECTED_STATE)
+    die("rtt: connect", ZKL_ECONNECT);
+  snprintf(dir, sizeof dir, "%s", base);
+  zoo_create(zh, root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+  zoo_create(zh, dir, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+  snprintf(node, sizeof node, "%s/n-", dir);
+  for (i = 0; i < N; i++) {
+    int64_t a = now_ns();
+    if (zoo_create(zh, node, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+                   made, sizeof made) != ZOK)
+      die("rtt: create", ZKL_EPROTO);
+    wr[2 * i] = now_ns() - a;
+    a = now_ns();
+    if (zoo_get_children(zh, dir, 0, &v) != ZOK)
+      die("rtt: getChildren", ZKL_EPROTO);
+    rd[i] = now_ns() - a;
+    deallocate_String_vector(&v);
+    a = now_ns();
+    if (zoo_delete(zh, made, -1) != ZOK)
+      die("rtt: delete", ZKL_EPROTO);
+    wr[2 * i + 1] = now_ns() - a;
+  }
+  zookeeper_close(zh);
+  qsort(wr, (size_t)N * 2, sizeof *wr, cmp_ll);
+  qsort(rd, (size_t)N, sizeof *rd, cmp_ll);
+  w50 = pct_us(wr, N * 2L, 0.50);
+  r50 = pct_us(rd, N, 0.50);
+  begin("rtt");
+  key_num("write_p50_us", w50);
+  key_num("write_p99_us", pct_us(wr, N * 2L, 0.99));
+  key_num("read_p50_us", r50);
+  key_num("read_p99_us", pct_us(rd, N, 0.99));
+  /* best uncontended ratio to a recipe that adds one sequential read */
+  key_num("uncontended_bound", round((2 * w50 + r50) / (2 * w50) * 100) / 100);
+  end();
+  free(wr), free(rd);
+}
+
 static const char *default_connect(void) {
   static char buf[1024];
   const char *e = getenv("ZKB_CONNECT"), *dir = getenv("ZKB_DIR");
@@ -661,6 +714,8 @@ int main(int argc, char **argv) {
       reentrant(c);
     else if (!strcmp(w, "idle-waiters"))
       idle_waiters();
+    else if (!strcmp(w, "rtt"))
+      rtt();
     else {
       fprintf(stderr, "zklock-bench: unknown workload %s\n", w);
       return 2;
