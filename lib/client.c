@@ -374,7 +374,11 @@ void zkl__schedule_node_watch(zkl_client_t *c, zkl__acq_t *a) {
   if (a->q->flags & ZKL__Q_NO_NODE_WATCH)
     return;
   a->watch_due = zkl_now_ms() + ZKL__NODE_WATCH_DELAY_MS;
-  pthread_cond_broadcast(&c->cv);
+  /* Waking the event thread on every acquire costs a context switch and a
+   * fight for c->mu per cycle; if it already sleeps until no later than
+   * this hold's due time, it will find the hold then. */
+  if (!c->ev_wake_at || c->ev_wake_at > a->watch_due)
+    pthread_cond_broadcast(&c->cv);
 }
 
 /* Event thread, under c->mu: watch the nodes of holds that have lasted
@@ -679,7 +683,9 @@ static void *event_main(void *arg) {
     else {
       struct timespec ts;
       zkl__deadline_ts(wake, &ts);
+      c->ev_wake_at = wake;
       pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+      c->ev_wake_at = 0;
     }
   }
   pthread_mutex_unlock(&c->mu);

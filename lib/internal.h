@@ -153,6 +153,9 @@ struct zkl_client {
 
   pthread_t ev_thread;
   int ev_running;
+  /* When the sleeping event thread wakes by itself (0: it is awake or
+   * sleeps with no deadline); lets a new hold skip waking it. */
+  int64_t ev_wake_at;
   int stopping;
   int need_session;
   struct zkl__event *evq_head, *evq_tail;
@@ -205,6 +208,7 @@ typedef struct zkl__call {
   struct String_vector kids; /* getChildren (deep copy) */
   char *data;               /* get */
   int data_len;
+  int *left;                /* batch: calls not yet done (see call_batch) */
 } zkl__call_t;
 
 /* Each issues one request on s with completion into call (call->done set
@@ -225,6 +229,9 @@ ZKL__HIDDEN void zkl__delete(zkl__call_t *call, zkl__session_t *s,
                              const char *path);
 ZKL__HIDDEN void zkl__sync(zkl__call_t *call, zkl__session_t *s,
                            const char *path);
+/* Makes calls[0..n) (initialised, not yet issued) one batch: the waiter
+ * is woken once, when the last of them is done, not once per reply. */
+ZKL__HIDDEN void zkl__call_batch(zkl__call_t **calls, int n, int *left);
 /* Wait (c->mu held) until every call in calls[0..n) is done. */
 ZKL__HIDDEN void zkl__call_wait(zkl__call_t **calls, int n);
 ZKL__HIDDEN int zkl__is_conn_error(int rc);
