@@ -265,7 +265,7 @@ static int join(run_t *r, zkl__call_t *ls) {
   char *path, *data = NULL;
   size_t len = 0;
   uint64_t epoch;
-  int rc;
+  int rc, left;
 
   if ((rc = zkl__guid(a->guid)) != ZKL_OK)
     return rc;
@@ -286,11 +286,13 @@ static int join(run_t *r, zkl__call_t *ls) {
   epoch = c->conn_epoch;
   zkl__call_init(&cr, c, &a->cv);
   zkl__call_init(ls, c, &a->cv);
+  zkl__call_batch(ptrs, 2, &left);
   pthread_mutex_unlock(&c->mu);
   zkl__create(&cr, s, path, data, (int)len, ZOO_EPHEMERAL_SEQUENTIAL);
   zkl__children(ls, s, q->dir);
   pthread_mutex_lock(&c->mu);
   zkl__call_wait(ptrs, 2);
+  ls->left = NULL; /* `left` dies with this frame; *ls lives on */
   free(path);
   free(data);
   rc = cr.rc;

@@ -35,7 +35,15 @@ void zkl__call_free(zkl__call_t *call) {
 static void finish(zkl__call_t *call, int rc) {
   call->rc = rc;
   call->done = 1;
-  pthread_cond_broadcast(call->cv);
+  if (!call->left || --*call->left == 0)
+    pthread_cond_broadcast(call->cv);
+}
+
+void zkl__call_batch(zkl__call_t **calls, int n, int *left) {
+  int i;
+  *left = n;
+  for (i = 0; i < n; i++)
+    calls[i]->left = left;
 }
 
 /* The client refused the request outright: no completion will come. */
