@@ -584,7 +584,7 @@ static void rtt(void) {
   zhandle_t *zh = zookeeper_init2(connect_str, no_watch, session_ms, NULL,
                                   NULL, 0, quiet);
   long long *wr = calloc((size_t)N * 2, sizeof *wr), *rd = calloc((size_t)N, sizeof *rd);
-  char dir[300], node[320], made[320];
+  char node[320], made[320];
   struct String_vector v;
   double w50, r50;
   int i;
@@ -592,10 +592,9 @@ static void rtt(void) {
     usleep(50000);
   if (!zh || !wr || !rd || zoo_state(zh) != ZOO_CONNECTED_STATE)
     die("rtt: connect", ZKL_ECONNECT);
-  snprintf(dir, sizeof dir, "%s", base);
   zoo_create(zh, root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-  zoo_create(zh, dir, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-  snprintf(node, sizeof node, "%s/n-", dir);
+  zoo_create(zh, base, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+  snprintf(node, sizeof node, "%s/n-", base);
   for (i = 0; i < N; i++) {
     int64_t a = now_ns();
     if (zoo_create(zh, node, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
@@ -603,7 +602,7 @@ static void rtt(void) {
       die("rtt: create", ZKL_EPROTO);
     wr[2 * i] = now_ns() - a;
     a = now_ns();
-    if (zoo_get_children(zh, dir, 0, &v) != ZOK)
+    if (zoo_get_children(zh, base, 0, &v) != ZOK)
       die("rtt: getChildren", ZKL_EPROTO);
     rd[i] = now_ns() - a;
     deallocate_String_vector(&v);

@@ -232,7 +232,8 @@ ZKL__HIDDEN void zkl__sync(zkl__call_t *call, zkl__session_t *s,
 /* Makes calls[0..n) (initialised, not yet issued) one batch: the waiter
  * is woken once, when the last of them is done, not once per reply. */
 ZKL__HIDDEN void zkl__call_batch(zkl__call_t **calls, int n, int *left);
-/* Wait (c->mu held) until every call in calls[0..n) is done. */
+/* Wait (c->mu held) until every call in calls[0..n) is done; ends any
+ * batch they formed. */
 ZKL__HIDDEN void zkl__call_wait(zkl__call_t **calls, int n);
 ZKL__HIDDEN int zkl__is_conn_error(int rc);
 

@@ -292,7 +292,6 @@ static int join(run_t *r, zkl__call_t *ls) {
   zkl__children(ls, s, q->dir);
   pthread_mutex_lock(&c->mu);
   zkl__call_wait(ptrs, 2);
-  ls->left = NULL; /* `left` dies with this frame; *ls lives on */
   free(path);
   free(data);
   rc = cr.rc;

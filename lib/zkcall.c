@@ -179,6 +179,8 @@ void zkl__call_wait(zkl__call_t **calls, int n) {
   for (i = 0; i < n; i++)
     while (!calls[i]->done)
       pthread_cond_wait(calls[i]->cv, &calls[i]->c->mu);
+  for (i = 0; i < n; i++)
+    calls[i]->left = NULL; /* the batch counter may die with the caller */
 }
 
 int zkl__is_conn_error(int rc) {
