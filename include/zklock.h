@@ -14,7 +14,10 @@
  *
  * THREAD SAFETY
  *   Every object may be shared by any number of threads unless a function
- *   says otherwise. A zkl_mutex_t is held by a *thread*: two threads of one
+ *   says otherwise. Objects do not survive fork(): in the child every call
+ *   on an object created before the fork returns ZKL_EFORKED at once (the
+ *   session, its threads and its holds belong to the parent); destroy calls
+ *   free nothing there. Create new objects in the child. A zkl_mutex_t is held by a *thread*: two threads of one
  *   process exclude each other exactly like two processes, and only the
  *   thread that locked may unlock. Reentrancy is per thread: only a thread's
  *   first lock and its last unlock reach ZooKeeper.
@@ -79,7 +82,11 @@ extern "C" {
   XX(ESYSTEM, -1010, "system call failed")                                     \
   XX(EPROTO, -1011, "unexpected answer from ZooKeeper")                        \
   XX(EOVERFLOW, -1012, "hold count would overflow")                            \
-  XX(ENOTHELD, -1013, "nobody holds the lock")
+  XX(ENOTHELD, -1013, "nobody holds the lock")                              \
+  XX(EREVOKED, -1014, "our waiting node was deleted by another client")      \
+  XX(EAUTH, -1015, "authentication with the ensemble failed")                \
+  XX(EFORKED, -1016, "object inherited across fork(): unusable in the child") \
+  XX(EDEADLK, -1017, "calling thread holds this lock through another object")
 
 typedef enum zkl_error {
   ZKL_OK = 0,
@@ -141,14 +148,42 @@ typedef struct zkl_client_options {
   zkl_log_fn log_fn;
   void *log_ctx;
   int log_level;
+  /* Authentication, applied with zoo_add_auth() to every session the
+   * client makes (the first and each one after an expiry) before any
+   * request. auth_scheme NULL = none; otherwise auth is the credential
+   * text, for "digest" "user:password". Both are copied. Rejected
+   * credentials make zkl_client_create() return ZKL_EAUTH at once, and
+   * every later call on the client ZKL_EAUTH: no new session is tried.
+   * Debian's libzookeeper_mt has no TLS: digest passwords travel in clear. */
+  const char *auth_scheme;
+  const char *auth;
+  /* ACL of the nodes zklock creates (lock and election nodes, and the
+   * parents it creates): ZKL_ACL_OPEN (0, the default) or ZKL_ACL_CREATOR,
+   * which needs auth_scheme. */
+  int acl;
 } zkl_client_options_t;
+
+/* Values of zkl_client_options_t.acl. */
+enum {
+  /* world:anyone:cdrwa. Any client of the ensemble may delete a holder's
+   * node (the holder is then told LOST) or create nodes under a lock. */
+  ZKL_ACL_OPEN = 0,
+  /* All rights to the authenticated identity of the creating session,
+   * read to everyone. Sessions without that identity can still list a
+   * queue and watch it, but get ZNOAUTH when they delete or rewrite a
+   * node, or create one under a lock. Parents that already exist keep
+   * their ACL: only what zklock creates is protected. */
+  ZKL_ACL_CREATOR = 1
+};
 
 /* Connection state of a client, as zkl_client_state() reports it. */
 typedef enum zkl_client_state {
   ZKL_CLIENT_CONNECTING = 0, /* no session yet, or looking for a server */
   ZKL_CLIENT_CONNECTED = 1,  /* session valid, connected */
   ZKL_CLIENT_EXPIRED = 2,    /* session expired; a new one is being made */
-  ZKL_CLIENT_CLOSED = 3      /* being destroyed */
+  ZKL_CLIENT_CLOSED = 3,     /* being destroyed */
+  ZKL_CLIENT_AUTH_FAILED = 4 /* the ensemble rejected the credentials: no
+                                new session is tried; calls give ZKL_EAUTH */
 } zkl_client_state_t;
 
 /*
@@ -160,9 +195,10 @@ typedef enum zkl_client_state {
  * On success *out receives the client; the caller owns it and frees it with
  * zkl_client_destroy().
  *
- * Returns ZKL_OK, ZKL_EINVAL (NULL out or hosts, empty hosts, bad option),
- * ZKL_ENOMEM, ZKL_ESYSTEM (thread or ZooKeeper handle creation failed; see
- * errno), ZKL_ECONNECT. Thread-safe.
+ * Returns ZKL_OK, ZKL_EINVAL (NULL out or hosts, empty hosts, a host list
+ * ZooKeeper cannot parse or resolve, bad option), ZKL_ENOMEM, ZKL_ESYSTEM
+ * (thread or ZooKeeper handle creation failed; see errno), ZKL_ECONNECT,
+ * ZKL_EAUTH (the ensemble rejected the credentials). Thread-safe.
  */
 ZKL_EXTERN int zkl_client_create(zkl_client_t **out, const char *hosts,
                                  const zkl_client_options_t *opts);
@@ -176,7 +212,8 @@ ZKL_EXTERN int zkl_client_create(zkl_client_t **out, const char *hosts,
  */
 ZKL_EXTERN int zkl_client_destroy(zkl_client_t *client);
 
-/* The client's current zkl_client_state_t. Thread-safe, never blocks. */
+/* The client's current zkl_client_state_t (ZKL_EFORKED in a child of
+ * fork()). Thread-safe, never blocks. */
 ZKL_EXTERN int zkl_client_state(const zkl_client_t *client);
 
 /* Current ZooKeeper session id, 0 when none. Thread-safe. */
@@ -243,9 +280,12 @@ typedef void (*zkl_state_fn)(zkl_mutex_t *mutex, int state, uint64_t token,
 enum {
   /* Do not watch our own lock node while holding. By default a hold that
    * lasts 100 ms gets a watch on its node (one read request), so that a
-   * delete by someone else is reported as LOST at once; shorter holds
-   * send nothing extra. With this flag a deleted node is noticed only at
-   * reconnection or unlock. */
+   * delete, or a delete and re-create under the same name, by someone else
+   * is reported as LOST at once, and so is a rewrite of its data; a waiter
+   * that took the lock by hand-off has that watch from its wait. With this
+   * flag such a hold learns of a delete or re-create only at reconnection
+   * or at unlock (which then returns ZKL_ELOST), and is not told of a
+   * rewrite at all. */
   ZKL_MUTEX_NO_NODE_WATCH = 1 << 0
 };
 
@@ -292,9 +332,20 @@ ZKL_EXTERN int zkl_mutex_destroy(zkl_mutex_t *mutex);
  *
  * Returns ZKL_OK; ZKL_ECANCELED (zkl_mutex_cancel()); ZKL_ELOST (the
  * calling thread's existing hold was lost: unlock it first); ZKL_EOVERFLOW;
- * ZKL_ECLOSED; ZKL_EINVAL; a ZooKeeper code for errors that retrying cannot
+ * ZKL_ECLOSED; ZKL_EINVAL; ZKL_EREVOKED (another client deleted our waiting
+ * node while our session lived: we do not join again behind its back);
+ * ZKL_EDEADLK (the calling thread already holds the same lock through
+ * another zkl_mutex_t of this process: waiting would never end);
+ * ZKL_EAUTH; ZKL_EFORKED; a ZooKeeper code for errors that retrying cannot
  * fix (e.g. ZNOAUTH). Connection loss and session expiry while waiting are
  * retried. On any error, no node of ours is left in the queue.
+ *
+ * The queue's order is decided from our own node: a node holds when no
+ * other contender's sequence number lies before its own. Nodes that other
+ * clients plant under the lock (any name ending in -lock- and a number,
+ * sequences far apart, non-sequential names) may delay us but never make
+ * two holders. A node that is not ephemeral (ephemeralOwner 0) will never
+ * go away by itself: we do not wait behind it, and log it once at WARN.
  */
 ZKL_EXTERN int zkl_mutex_lock(zkl_mutex_t *mutex);
 
@@ -328,7 +379,14 @@ ZKL_EXTERN int zkl_mutex_timedlock(zkl_mutex_t *mutex, int64_t deadline_ms);
  * the same, whatever its depth); ZKL_EINVAL.
  *
  * ZKL_OK from the last level means the hold was still ours when unlock was
- * called. If the delete fails for want of a connection, unlock waits for the
+ * called: our node was there, with our creation zxid and our session as
+ * its owner. A node deleted (or deleted and re-created by another client)
+ * gives ZKL_ELOST. A hold whose own-node watch is set learns of such a
+ * change from the watch and deletes nothing; otherwise (a hold shorter
+ * than 100 ms, or ZKL_MUTEX_NO_NODE_WATCH) the identity is read in the
+ * same round trip as the delete, so a node another client re-created
+ * under our name (a name only we may use) is deleted too, and unlock
+ * reports ZKL_ELOST. If the delete fails for want of a connection, unlock waits for the
  * session's fate: reconnected (ZKL_OK), expired, or still disconnected after
  * about a third of the session timeout (ZKL_ELOST). So a process stopped
  * past its session timeout inside the critical section (a debugger, a VM
@@ -343,6 +401,16 @@ ZKL_EXTERN int zkl_mutex_unlock(zkl_mutex_t *mutex);
  * callable from a state callback.
  */
 ZKL_EXTERN int zkl_mutex_cancel(zkl_mutex_t *mutex);
+
+/*
+ * Confirm the calling thread's hold with the ensemble now (one read on its
+ * session): our node still exists, was created by us, and belongs to our
+ * current session. Returns ZKL_OK; ZKL_ELOST (the hold is gone, and is
+ * marked LOST); ZKL_ENOTOWNER; a ZooKeeper code when it cannot tell
+ * (e.g. ZCONNECTIONLOSS: the hold is then AT_RISK, not lost). For a
+ * caller that was stopped or paused and wants to know before acting.
+ */
+ZKL_EXTERN int zkl_mutex_verify(zkl_mutex_t *mutex);
 
 /* State of the calling thread's hold (zkl_lock_state_t). Never blocks. */
 ZKL_EXTERN int zkl_mutex_state(const zkl_mutex_t *mutex);
@@ -375,7 +443,8 @@ typedef struct zkl_contender {
   int32_t seq;          /* sequence number */
   int64_t czxid;        /* the contender's fencing token */
   int64_t ctime_ms;     /* creation time (server clock, ms since epoch) */
-  int64_t owner;        /* ephemeral owner session id */
+  int64_t owner;        /* ephemeral owner session id; 0: not ephemeral
+                           (planted by hand: never holds, see lock()) */
   char *host;           /* holder identity from node data; NULL if absent */
   long pid;             /* 0 if absent */
   unsigned long thread; /* 0 if absent */
@@ -386,7 +455,9 @@ typedef struct zkl_contender {
 
 /*
  * List the queue of lock `name` under `root` (NULL = "/locks") in order:
- * the holder first, then the waiters. *out receives an array of *count
+ * the holder first, then the waiters, then nodes that are not ephemeral
+ * (owner 0), which contenders do not wait behind. The order is the one
+ * contenders use (see zkl_mutex_lock()). *out receives an array of *count
  * entries (NULL and 0 when the queue is empty or the lock never existed);
  * free it with zkl_contenders_free(). Nodes that vanish while being read
  * are left out. The listing is preceded by a sync, so it reflects every
@@ -464,19 +535,29 @@ ZKL_EXTERN int zkl_election_join(zkl_election_t *e);
  * Wait until this candidate leads, or until deadline_ms (zkl_now_ms()
  * clock; negative = no deadline). Joins first if not campaigning.
  * Returns ZKL_OK (leader), ZKL_ETIMEDOUT (still campaigning), ZKL_ELOST
- * (the candidacy ended: lost or resigned), ZKL_EINVAL.
+ * (the candidacy ended: lost or resigned), ZKL_EINVAL, or the error that
+ * ended the campaign (ZKL_EREVOKED: another client deleted our node;
+ * ZKL_EAUTH; a ZooKeeper code such as ZNOAUTH).
  */
 ZKL_EXTERN int zkl_election_wait(zkl_election_t *e, int64_t deadline_ms);
 
 /*
  * Leave the election: stop campaigning, or give up leadership (our node is
- * deleted). Returns ZKL_OK, ZKL_ENOTHELD when not joined, ZKL_EINVAL.
+ * deleted). Returns ZKL_OK, ZKL_ENOTHELD when not joined, ZKL_EINVAL, or
+ * ZKL_ELOST when this candidate led and the term cannot be vouched for:
+ * leadership had been lost, our node was gone or not ours any more, or the
+ * delete could not reach the ensemble and the session did not come back
+ * within about a third of its timeout (as zkl_mutex_unlock()).
  */
 ZKL_EXTERN int zkl_election_resign(zkl_election_t *e);
 
 /* zkl_lock_state_t of this candidate: HELD/AT_RISK while leading, LOST
  * after a loss, NONE otherwise (also while campaigning). */
 ZKL_EXTERN int zkl_election_state(const zkl_election_t *e);
+
+/* zkl_mutex_verify() for the leader's term: ZKL_OK, ZKL_ELOST,
+ * ZKL_ENOTHELD (not leading), or a ZooKeeper code. */
+ZKL_EXTERN int zkl_election_verify(zkl_election_t *e);
 
 /* 1 when this candidate leads (HELD or AT_RISK), else 0. */
 ZKL_EXTERN int zkl_election_is_leader(const zkl_election_t *e);
@@ -486,7 +567,9 @@ ZKL_EXTERN int zkl_election_is_leader(const zkl_election_t *e);
 ZKL_EXTERN int zkl_election_token(const zkl_election_t *e, uint64_t *token);
 
 /* Resign if needed, then free. NULL is a no-op; a dead pointer gives
- * ZKL_EINVAL. Must not be called from this election's own callback. */
+ * ZKL_EINVAL; ZKL_EBUSY, freeing nothing, while another thread is inside
+ * zkl_election_wait() or zkl_election_join() on it. Must not be called
+ * from this election's own callback. */
 ZKL_EXTERN int zkl_election_destroy(zkl_election_t *e);
 
 /*

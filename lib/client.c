@@ -21,6 +21,19 @@
 
 #define MAGIC_CLIENT 0x7a6b6c63u
 
+_Atomic unsigned zkl__fork_gen;
+
+static void in_child(void) {
+  atomic_fetch_add_explicit(&zkl__fork_gen, 1, memory_order_relaxed);
+}
+
+static void watch_forks(void) { pthread_atfork(NULL, NULL, in_child); }
+
+void zkl__fork_watch(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, watch_forks);
+}
+
 /* A state change waiting for delivery to a queue's recipe, or (q NULL) a
  * log line for the hook. */
 struct zkl__event {
@@ -121,6 +134,8 @@ int zkl__wait_usable(zkl_client_t *c, zkl__session_t *old, uint64_t epoch,
            (c->conn_epoch != epoch || c->sess != old))) {
     if (c->stopping)
       return ZKL_ECLOSED;
+    if (c->auth_failed)
+      return ZKL_EAUTH;
     if (deadline_ms < 0)
       pthread_cond_wait(&c->cv, &c->mu);
     else if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) == ETIMEDOUT &&
@@ -192,6 +207,23 @@ static void lose(zkl_client_t *c, zkl__acq_t *a) {
   zkl__set_state(c, a, ZKL_STATE_LOST);
   zkl__session_put(c, a->sess);
   a->sess = NULL;
+}
+
+int zkl__owns_on(const zkl__acq_t *a, const zkl__session_t *s,
+                 const struct Stat *st) {
+  return s && st->czxid == a->czxid && st->ephemeralOwner == s->id;
+}
+
+int zkl__owns(const zkl__acq_t *a, const struct Stat *st) {
+  return zkl__owns_on(a, a->sess, st);
+}
+
+void zkl__lose(zkl_client_t *c, zkl__acq_t *a, const char *why) {
+  if (!is_hold(a))
+    return;
+  zkl__post_log(c, ZKL_LOG_WARN, "%s: %s: LOST", a->path ? a->path : a->q->dir,
+                why);
+  lose(c, a);
 }
 
 /* Discard queued events of q (it is being destroyed); under c->mu. */
@@ -324,41 +356,65 @@ static void pdel_run(zkl_client_t *c) {
 struct verify {
   zkl_client_t *c;
   uint64_t id;
+  zkl__session_t *s;
 };
 
-/* Reconnected on the same session: confirm each hold's node still exists
- * (re-arming its watch) before calling it HELD again. */
+/* The read of our own node (with its watch) answered: a hold is HELD if
+ * the node is still ours, else LOST; a waiter whose node is gone or not
+ * ours stops waiting (ZKL_EREVOKED). */
 static void on_verified(int rc, const char *value, int len,
                         const struct Stat *stat, const void *data) {
   struct verify *v = (struct verify *)data;
   zkl_client_t *c = v->c;
   zkl__acq_t *a;
-  (void)value, (void)len, (void)stat;
+  (void)value, (void)len;
   pthread_mutex_lock(&c->mu);
   a = acq_by_id(c, v->id);
-  if (a && is_hold(a)) {
-    if (rc == ZOK && c->state == ZKL_CLIENT_CONNECTED)
-      zkl__set_state(c, a, ZKL_STATE_HELD);
-    else if (rc == ZNONODE)
-      lose(c, a);
+  if (a && a->path && a->sess == v->s) {
+    int mine = rc == ZOK && stat && zkl__owns(a, stat);
+    int gone = rc == ZNONODE || (rc == ZOK && !mine);
+    if (mine && a->own_watch == ZKL__OWN_PENDING &&
+        !(a->q->flags & ZKL__Q_NO_NODE_WATCH))
+      a->own_watch = ZKL__OWN_OK;
+    if (!mine && a->own_watch == ZKL__OWN_PENDING)
+      a->own_watch = ZKL__OWN_NONE;
+    if (is_hold(a)) {
+      if (mine && c->state == ZKL_CLIENT_CONNECTED)
+        zkl__set_state(c, a, ZKL_STATE_HELD);
+      else if (gone)
+        zkl__lose(c, a, rc == ZNONODE ? "deleted by someone else"
+                                      : "replaced by someone else's node");
+    } else if (gone) {
+      a->revoked = 1;
+      pthread_cond_broadcast(&a->cv);
+    }
   }
+  zkl__session_put(c, v->s);
   pthread_mutex_unlock(&c->mu);
   free(v);
 }
 
-/* Sends getData on a hold's node, with a watch unless the queue opted out;
- * on_verified() then confirms or loses the hold. */
-static void verify_hold(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a) {
+void zkl__watch_own(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a) {
   struct verify *v = malloc(sizeof *v);
   if (!v)
     return;
   v->c = c;
   v->id = a->id;
+  v->s = s;
+  s->refs++;
+  a->own_watch = ZKL__OWN_PENDING;
   atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
   if (zoo_awget(s->zh, a->path,
                 (a->q->flags & ZKL__Q_NO_NODE_WATCH) ? NULL : zkl__path_watcher,
-                c, on_verified, v) != ZOK)
+                c, on_verified, v) != ZOK) {
+    a->own_watch = ZKL__OWN_NONE;
+    s->refs--; /* others hold s: it cannot drop to 0 here */
     free(v);
+  }
+}
+
+static void verify_hold(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a) {
+  zkl__watch_own(c, s, a);
 }
 
 static void verify_holds(zkl_client_t *c, zkl__session_t *s) {
@@ -371,8 +427,8 @@ static void verify_holds(zkl_client_t *c, zkl__session_t *s) {
 }
 
 void zkl__schedule_node_watch(zkl_client_t *c, zkl__acq_t *a) {
-  if (a->q->flags & ZKL__Q_NO_NODE_WATCH)
-    return;
+  if ((a->q->flags & ZKL__Q_NO_NODE_WATCH) || a->own_watch != ZKL__OWN_NONE)
+    return; /* a waiter's watch on its own node carries over to the hold */
   a->watch_due = zkl_now_ms() + ZKL__NODE_WATCH_DELAY_MS;
   /* Waking the event thread on every acquire costs a context switch and a
    * fight for c->mu per cycle; if it already sleeps until no later than
@@ -437,11 +493,17 @@ static void on_disconnected(zkl_client_t *c, zkl__session_t *s) {
 
 static void on_expired(zkl_client_t *c, zkl__session_t *s) {
   zkl__acq_t *a;
-  c->state = ZKL_CLIENT_EXPIRED;
+  c->state = c->auth_failed ? ZKL_CLIENT_AUTH_FAILED : ZKL_CLIENT_EXPIRED;
   c->disconnected_at = 0;
-  zkl__post_log(c, ZKL_LOG_WARN,
-                "session 0x%llx expired: holds LOST, making a new session",
-                (unsigned long long)s->id);
+  if (c->auth_failed)
+    zkl__post_log(c, ZKL_LOG_ERROR,
+                  "authentication (scheme %s) rejected by the ensemble: "
+                  "holds LOST, no new session will be made",
+                  c->auth_scheme);
+  else
+    zkl__post_log(c, ZKL_LOG_WARN,
+                  "session 0x%llx expired: holds LOST, making a new session",
+                  (unsigned long long)s->id);
   atomic_store(&c->session_id, 0);
   for (a = c->acqs; a; a = a->next) {
     if (a->sess != s)
@@ -453,11 +515,15 @@ static void on_expired(zkl_client_t *c, zkl__session_t *s) {
       pthread_cond_broadcast(&a->cv);
     }
   }
-  c->need_session = 1;
+  /* New sessions with credentials the ensemble rejects would only be
+   * rejected again, as fast as we could make them. */
+  c->need_session = !c->auth_failed;
 }
 
 /* Applies a session's ZooKeeper state to the client; under c->mu. */
 static void apply_state(zkl_client_t *c, zkl__session_t *s, int zstate) {
+  if (zstate == ZOO_AUTH_FAILED_STATE)
+    c->auth_failed = 1;
   if (zstate == ZOO_CONNECTED_STATE)
     on_connected(c, s);
   else if (zstate == ZOO_EXPIRED_SESSION_STATE ||
@@ -492,6 +558,28 @@ static void session_watcher(zhandle_t *zh, int type, int state,
   pthread_mutex_unlock(&c->mu);
 }
 
+/* An event on our own node: the watch is spent. Deleted: a hold is LOST
+ * and a wait is revoked. Anything else (its data rewritten, or a delete
+ * and re-create we missed while disconnected): watch again, and judge the
+ * node by its creation zxid and owner, so a node re-created under our
+ * name by someone else is never taken for ours. */
+static void own_event(zkl_client_t *c, zkl__acq_t *a, int type) {
+  a->own_watch = ZKL__OWN_NONE;
+  if (type == ZOO_DELETED_EVENT) {
+    if (is_hold(a)) {
+      zkl__lose(c, a, "deleted by someone else");
+    } else if (atomic_load_explicit(&a->state, memory_order_relaxed) ==
+               ZKL_STATE_NONE) {
+      a->revoked = 1;
+      pthread_cond_broadcast(&a->cv);
+    }
+  } else if (a->sess && !a->sess->expired &&
+             atomic_load_explicit(&a->state, memory_order_relaxed) !=
+                 ZKL_STATE_LOST) {
+    zkl__watch_own(c, a->sess, a);
+  }
+}
+
 /* Node events for every path we watch. The C client also hands session
  * events to each path watcher: those are ignored here (session_watcher has
  * them), and so is any event on a path nobody waits on any more. */
@@ -512,13 +600,27 @@ void zkl__path_watcher(zhandle_t *zh, int type, int state, const char *path,
         a->pred_gone = 1;
       pthread_cond_broadcast(&a->cv);
     }
-    if (type == ZOO_DELETED_EVENT && a->path && is_hold(a) &&
-        strcmp(a->path, path) == 0) {
-      zkl__post_log(c, ZKL_LOG_WARN, "%s: deleted by someone else: LOST",
-                    path);
-      lose(c, a);
-    }
+    if (a->path && strcmp(a->path, path) == 0)
+      own_event(c, a, type);
   }
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* The answer to our credentials. A rejection also comes to session_watcher
+ * as ZOO_AUTH_FAILED_STATE; whichever comes first decides. */
+static void on_auth(int rc, const void *data) {
+  zkl__session_t *s = (zkl__session_t *)data;
+  zkl_client_t *c = s->c;
+  pthread_mutex_lock(&c->mu);
+  if (rc == ZOK)
+    s->auth_done = 1;
+  else if (rc != ZCLOSING && !zkl__is_conn_error(rc)) {
+    c->auth_failed = 1;
+    s->expired = 1;
+    if (s == c->sess)
+      apply_state(c, s, ZOO_AUTH_FAILED_STATE);
+  }
+  pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
 }
 
@@ -536,6 +638,15 @@ static int new_session(zkl_client_t *c) {
   s->zh = zookeeper_init2(c->hosts, session_watcher, c->timeout_req, NULL, s,
                           0, zk_log_sink);
   if (!s->zh) {
+    free(s);
+    return -1;
+  }
+  /* The C client sends the credentials ahead of every request, and again
+   * on every reconnection of this handle; a new handle needs them anew. */
+  if (c->auth_scheme &&
+      zoo_add_auth(s->zh, c->auth_scheme, c->auth, (int)strlen(c->auth),
+                   on_auth, s) != ZOK) {
+    zookeeper_close(s->zh);
     free(s);
     return -1;
   }
@@ -708,6 +819,28 @@ static int client_init(zkl_client_t *c, const char *hosts,
   c->log_fn = o ? o->log_fn : NULL;
   c->log_ctx = o ? o->log_ctx : NULL;
   c->log_level = o && o->log_level > 0 ? o->log_level : ZKL_LOG_WARN;
+  c->fork_gen = atomic_load(&zkl__fork_gen);
+  if (o && o->auth_scheme) {
+    c->auth_scheme = zkl__strdup(o->auth_scheme);
+    c->auth = zkl__strdup(o->auth);
+    if (!c->auth_scheme || !c->auth)
+      return ZKL_ENOMEM;
+  }
+  if (o && o->acl == ZKL_ACL_CREATOR) {
+    /* all rights to whoever authenticated the creating session, read to
+     * all: waiters of other identities must still list and watch */
+    c->acl_entries[0].perms = ZOO_PERM_ALL;
+    c->acl_entries[0].id.scheme = (char *)"auth";
+    c->acl_entries[0].id.id = (char *)"";
+    c->acl_entries[1].perms = ZOO_PERM_READ;
+    c->acl_entries[1].id.scheme = (char *)"world";
+    c->acl_entries[1].id.id = (char *)"anyone";
+    c->acl_vec.count = 2;
+    c->acl_vec.data = c->acl_entries;
+    c->acl = &c->acl_vec;
+  } else {
+    c->acl = &ZOO_OPEN_ACL_UNSAFE;
+  }
   return c->hosts ? ZKL_OK : ZKL_ENOMEM;
 }
 
@@ -720,6 +853,10 @@ static void client_free(zkl_client_t *c) {
     free(p);
   }
   free(c->hosts);
+  free(c->auth_scheme);
+  if (c->auth) /* credentials: do not leave them in freed memory */
+    memset(c->auth, 0, strlen(c->auth));
+  free(c->auth);
   pthread_cond_destroy(&c->cv);
   pthread_mutex_destroy(&c->mu);
   free(c);
@@ -770,20 +907,32 @@ int zkl_client_create(zkl_client_t **out, const char *hosts,
     return ZKL_EINVAL;
   *out = NULL;
   if (opts && (opts->session_timeout_ms < 0 || opts->log_level < 0 ||
-               opts->log_level > ZKL_LOG_DEBUG))
+               opts->log_level > ZKL_LOG_DEBUG ||
+               (opts->auth_scheme && (!opts->auth_scheme[0] || !opts->auth)) ||
+               (opts->acl != ZKL_ACL_OPEN && opts->acl != ZKL_ACL_CREATOR) ||
+               (opts->acl == ZKL_ACL_CREATOR && !opts->auth_scheme)))
     return ZKL_EINVAL;
+  zkl__fork_watch();
   c = calloc(1, sizeof *c);
   if (!c)
     return ZKL_ENOMEM;
   rc = client_init(c, hosts, opts);
   if (rc != ZKL_OK) {
-    free(c->hosts);
-    free(c);
+    if (rc == ZKL_ESYSTEM) { /* no lock or condition to destroy */
+      free(c);
+      return rc;
+    }
+    client_free(c);
     return rc;
   }
   if (new_session(c) != 0) {
+    int e = errno;
     client_free(c);
-    return errno == EINVAL ? ZKL_EINVAL : ZKL_ESYSTEM;
+    /* a host list the C client cannot parse or resolve comes back as
+     * EINVAL or as the resolver's errno; only these are the system's */
+    return e == ENOMEM ? ZKL_ENOMEM
+           : e == EAGAIN || e == EMFILE || e == ENFILE ? ZKL_ESYSTEM
+                                                      : ZKL_EINVAL;
   }
   if (pthread_create(&c->ev_thread, NULL, event_main, c) != 0) {
     client_teardown(c);
@@ -793,12 +942,24 @@ int zkl_client_create(zkl_client_t **out, const char *hosts,
   wait_ms = opts && opts->connect_timeout_ms ? opts->connect_timeout_ms
                                              : c->timeout_req;
   if (wait_ms > 0) {
+    int64_t end = zkl_now_ms() + wait_ms;
     pthread_mutex_lock(&c->mu);
-    rc = zkl__wait_usable(c, NULL, 0, zkl_now_ms() + wait_ms);
+    rc = zkl__wait_usable(c, NULL, 0, end);
+    /* credentials are judged after the session is made: wait for that */
+    while (rc == ZKL_OK && c->auth_scheme && !c->sess->auth_done &&
+           !c->auth_failed) {
+      struct timespec ts;
+      zkl__deadline_ts(end, &ts);
+      if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) == ETIMEDOUT &&
+          zkl_now_ms() >= end)
+        rc = ZKL_ETIMEDOUT;
+    }
+    if (c->auth_failed)
+      rc = ZKL_EAUTH;
     pthread_mutex_unlock(&c->mu);
     if (rc != ZKL_OK) {
       client_teardown(c);
-      return ZKL_ECONNECT;
+      return rc == ZKL_EAUTH ? ZKL_EAUTH : ZKL_ECONNECT;
     }
   }
   if (zkl__handle_add(c) != ZKL_OK) {
@@ -815,6 +976,8 @@ int zkl_client_destroy(zkl_client_t *c) {
     return ZKL_OK;
   if (!zkl__handle_live(c))
     return ZKL_EINVAL;
+  if (zkl__forked(c->fork_gen))
+    return ZKL_EFORKED; /* its lock may be held by a thread of the parent */
   pthread_mutex_lock(&c->mu);
   busy = c->nqueues > 0 || zkl__on_event_thread(c);
   pthread_mutex_unlock(&c->mu);
@@ -827,16 +990,18 @@ int zkl_client_destroy(zkl_client_t *c) {
 }
 
 int zkl_client_state(const zkl_client_t *c) {
+  if (c && zkl__forked(c->fork_gen))
+    return ZKL_EFORKED;
   return c ? atomic_load(&c->pub_state) : ZKL_CLIENT_CLOSED;
 }
 
 int64_t zkl_client_session_id(const zkl_client_t *c) {
-  return c ? atomic_load(&c->session_id) : 0;
+  return c && !zkl__forked(c->fork_gen) ? atomic_load(&c->session_id) : 0;
 }
 
 int zkl_client_session_timeout(const zkl_client_t *c) {
   int t;
-  if (!c)
+  if (!c || zkl__forked(c->fork_gen))
     return 0;
   pthread_mutex_lock((pthread_mutex_t *)&c->mu);
   t = c->timeout_neg;
@@ -853,11 +1018,15 @@ int zkl_client_wait_connected(zkl_client_t *c, int64_t deadline_ms) {
   struct timespec ts;
   if (!c)
     return ZKL_EINVAL;
+  if (zkl__forked(c->fork_gen))
+    return ZKL_EFORKED;
   zkl__deadline_ts(deadline_ms, &ts);
   pthread_mutex_lock(&c->mu);
   while (c->state != ZKL_CLIENT_CONNECTED && rc == ZKL_OK) {
     if (c->stopping)
       rc = ZKL_ECLOSED;
+    else if (c->auth_failed)
+      rc = ZKL_EAUTH;
     else if (deadline_ms < 0)
       pthread_cond_wait(&c->cv, &c->mu);
     else if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) == ETIMEDOUT)

@@ -17,6 +17,7 @@ enum { IDLE, CAMPAIGNING, LEADING, ENDED };
 struct zkl_election {
   zkl__queue_t q; /* first: notify() casts back */
   zkl_client_t *c;
+  unsigned fork_gen;
   zkl_election_fn fn;
   void *ctx;
   /* under c->mu */
@@ -25,6 +26,8 @@ struct zkl_election {
   zkl__acq_t *acq;  /* the hold while leading, or a lost one */
   pthread_t thread;
   int joinable;
+  int inside;    /* threads in wait, join or verify: destroy is EBUSY */
+  int verifying; /* threads reading e->acq's node: it must stay */
   pthread_cond_t cv;
 };
 
@@ -60,6 +63,8 @@ int zkl_election_create(zkl_election_t **out, zkl_client_t *c,
   if (!c || !zkl__handle_live(c) || !zkl__valid_name(name) ||
       !zkl__valid_root(root) || !valid_id(id))
     return ZKL_EINVAL;
+  if (zkl__forked(c->fork_gen))
+    return ZKL_EFORKED;
   if (o && (o->data_len > ZKL_DATA_MAX || (o->data_len && !o->data) ||
             (o->flags & ~(unsigned)ZKL_ELECTION_LOSE_ON_DISCONNECT)))
     return ZKL_EINVAL;
@@ -76,6 +81,7 @@ int zkl_election_create(zkl_election_t **out, zkl_client_t *c,
                        o ? o->data : NULL, o ? o->data_len : 0, flags);
   if (rc == ZKL_OK) {
     e->c = c;
+    e->fork_gen = c->fork_gen;
     e->fn = o ? o->fn : NULL;
     e->ctx = o ? o->ctx : NULL;
     if (e->fn)
@@ -107,8 +113,10 @@ static void *campaign(void *arg) {
   return NULL;
 }
 
-/* Ends the current candidacy, whatever its phase; returns the old phase. */
-static int stop_candidacy(zkl_election_t *e) {
+/* Ends the current candidacy, whatever its phase; returns the old phase.
+ * With `judge` (a resignation), *rc says whether a term that ends here
+ * could be vouched for to its end (ZKL_OK) or not (ZKL_ELOST). */
+static int stop_candidacy(zkl_election_t *e, int judge, int *rc) {
   zkl_client_t *c = e->c;
   zkl__acq_t *a;
   int phase, joinable;
@@ -125,20 +133,39 @@ static int stop_candidacy(zkl_election_t *e) {
     pthread_join(t, NULL);
   pthread_mutex_lock(&c->mu);
   e->q.closed = 0;
+  while (e->verifying > 0)
+    pthread_cond_wait(&e->cv, &c->mu);
   a = e->acq;
   e->acq = NULL;
   e->phase = IDLE;
   pthread_cond_broadcast(&e->cv);
   pthread_mutex_unlock(&c->mu);
-  if (a)
-    zkl__queue_release(&e->q, a, 0); /* deletes our node unless already lost */
+  *rc = ZKL_OK;
+  if (a) /* deletes our node unless lost; judged for a resignation only */
+    *rc = zkl__queue_release(&e->q, a, judge);
   return phase;
 }
 
-int zkl_election_join(zkl_election_t *e) {
-  int busy;
+static int enter(zkl_election_t *e) {
   if (!e)
     return ZKL_EINVAL;
+  if (zkl__forked(e->fork_gen))
+    return ZKL_EFORKED;
+  pthread_mutex_lock(&e->c->mu);
+  e->inside++;
+  pthread_mutex_unlock(&e->c->mu);
+  return ZKL_OK;
+}
+
+static int leave(zkl_election_t *e, int rc) {
+  pthread_mutex_lock(&e->c->mu);
+  e->inside--;
+  pthread_mutex_unlock(&e->c->mu);
+  return rc;
+}
+
+static int join(zkl_election_t *e) {
+  int busy, rc;
   pthread_mutex_lock(&e->c->mu);
   busy = e->phase == CAMPAIGNING ||
          (e->phase == LEADING &&
@@ -146,7 +173,7 @@ int zkl_election_join(zkl_election_t *e) {
   pthread_mutex_unlock(&e->c->mu);
   if (busy)
     return ZKL_EBUSY;
-  stop_candidacy(e); /* clears a lost term or an ended campaign */
+  stop_candidacy(e, 0, &rc); /* clears a lost term or an ended campaign */
   pthread_mutex_lock(&e->c->mu);
   e->phase = CAMPAIGNING;
   e->q.users++;
@@ -161,15 +188,18 @@ int zkl_election_join(zkl_election_t *e) {
   return ZKL_OK;
 }
 
-int zkl_election_wait(zkl_election_t *e, int64_t deadline_ms) {
+int zkl_election_join(zkl_election_t *e) {
+  int rc = enter(e);
+  return rc == ZKL_OK ? leave(e, join(e)) : rc;
+}
+
+static int wait_leading(zkl_election_t *e, int64_t deadline_ms) {
   struct timespec ts;
   int rc = ZKL_OK;
-  if (!e)
-    return ZKL_EINVAL;
   pthread_mutex_lock(&e->c->mu);
   if (e->phase == IDLE) {
     pthread_mutex_unlock(&e->c->mu);
-    if ((rc = zkl_election_join(e)) != ZKL_OK && rc != ZKL_EBUSY)
+    if ((rc = join(e)) != ZKL_OK && rc != ZKL_EBUSY)
       return rc;
     pthread_mutex_lock(&e->c->mu);
   }
@@ -194,16 +224,46 @@ int zkl_election_wait(zkl_election_t *e, int64_t deadline_ms) {
   return rc;
 }
 
+int zkl_election_wait(zkl_election_t *e, int64_t deadline_ms) {
+  int rc = enter(e);
+  return rc == ZKL_OK ? leave(e, wait_leading(e, deadline_ms)) : rc;
+}
+
 int zkl_election_resign(zkl_election_t *e) {
+  int rc;
   if (!e)
     return ZKL_EINVAL;
-  return stop_candidacy(e) == IDLE ? ZKL_ENOTHELD : ZKL_OK;
+  if (zkl__forked(e->fork_gen))
+    return ZKL_EFORKED;
+  return stop_candidacy(e, 1, &rc) == IDLE ? ZKL_ENOTHELD : rc;
+}
+
+int zkl_election_verify(zkl_election_t *e) {
+  zkl__acq_t *a;
+  int rc = enter(e);
+  if (rc != ZKL_OK)
+    return rc;
+  pthread_mutex_lock(&e->c->mu);
+  a = e->phase == LEADING ? e->acq : NULL;
+  if (a)
+    e->verifying++;
+  pthread_mutex_unlock(&e->c->mu);
+  if (!a)
+    return leave(e, ZKL_ENOTHELD);
+  rc = zkl__queue_verify(&e->q, a);
+  pthread_mutex_lock(&e->c->mu);
+  e->verifying--;
+  pthread_cond_broadcast(&e->cv);
+  pthread_mutex_unlock(&e->c->mu);
+  return leave(e, rc);
 }
 
 int zkl_election_state(const zkl_election_t *e) {
   int st = ZKL_STATE_NONE;
   if (!e)
     return st;
+  if (zkl__forked(e->fork_gen))
+    return ZKL_EFORKED;
   pthread_mutex_lock(&e->c->mu);
   if (e->phase == LEADING && e->acq)
     st = atomic_load(&e->acq->state);
@@ -212,7 +272,7 @@ int zkl_election_state(const zkl_election_t *e) {
 }
 
 int zkl_election_is_leader(const zkl_election_t *e) {
-  int st = zkl_election_state(e);
+  int st = zkl_election_state(e); /* ZKL_EFORKED: not a leader here */
   return st == ZKL_STATE_HELD || st == ZKL_STATE_AT_RISK;
 }
 
@@ -220,6 +280,8 @@ int zkl_election_token(const zkl_election_t *e, uint64_t *token) {
   int rc = ZKL_ENOTHELD;
   if (!e || !token)
     return ZKL_EINVAL;
+  if (zkl__forked(e->fork_gen))
+    return ZKL_EFORKED;
   pthread_mutex_lock(&e->c->mu);
   if (e->phase == LEADING && e->acq) {
     *token = (uint64_t)e->acq->czxid;
@@ -230,11 +292,21 @@ int zkl_election_token(const zkl_election_t *e, uint64_t *token) {
 }
 
 int zkl_election_destroy(zkl_election_t *e) {
+  int busy, rc;
   if (!e)
     return ZKL_OK;
+  if (!zkl__handle_live(e))
+    return ZKL_EINVAL;
+  if (zkl__forked(e->fork_gen))
+    return ZKL_EFORKED; /* its lock may be held by a thread of the parent */
+  pthread_mutex_lock(&e->c->mu);
+  busy = e->inside > 0;
+  pthread_mutex_unlock(&e->c->mu);
+  if (busy)
+    return ZKL_EBUSY;
   if (!zkl__handle_remove(e))
     return ZKL_EINVAL;
-  stop_candidacy(e);
+  stop_candidacy(e, 0, &rc);
   zkl__queue_detach(&e->q);
   pthread_cond_destroy(&e->cv);
   free(e);
@@ -247,3 +319,4 @@ int zkl_election_candidates(zkl_client_t *c, const char *root,
   return zkl__list_named(c, root ? root : "/election", name, "-elect-", out,
                          count);
 }
+

@@ -1,6 +1,7 @@
 /* inspect.c: reading a queue for humans and tools (who holds, who waits). */
 #include "config.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,6 +127,48 @@ static int read_all(zkl_client_t *c, zkl__session_t *s, const char *dir,
   return rc;
 }
 
+struct ranked {
+  int rank;
+  zkl_contender_t e;
+};
+
+static int by_rank(const void *x, const void *y) {
+  const struct ranked *a = x, *b = y;
+  if (a->rank != b->rank)
+    return a->rank < b->rank ? -1 : 1;
+  return strcmp(a->e.node, b->e.node);
+}
+
+/* Puts a listing in the order contenders themselves decide (policy.c):
+ * by how many ephemeral contenders stand before each, computed pair by
+ * pair, so planted names cannot make the listing disagree with the
+ * queue; nodes that are not ephemeral, which nobody waits behind, last.
+ * The sort is on those counts, plain integers, never on the sequences. */
+static int order_listing(zkl_contender_t *res, size_t n) {
+  zkl__entry_t *e = malloc(n * sizeof *e);
+  unsigned char *skip = calloc(n, 1);
+  struct ranked *r = malloc(n * sizeof *r);
+  size_t i;
+  int rc = ZKL_ENOMEM;
+  if (e && skip && r) {
+    for (i = 0; i < n; i++) {
+      e[i].seq = res[i].seq;
+      e[i].name = res[i].node;
+      skip[i] = res[i].owner == 0;
+    }
+    for (i = 0; i < n; i++) {
+      r[i].rank = skip[i] ? INT_MAX : zkl__place(e, (int)n, (int)i, skip, NULL);
+      r[i].e = res[i];
+    }
+    qsort(r, n, sizeof *r, by_rank);
+    for (i = 0; i < n; i++)
+      res[i] = r[i].e;
+    rc = ZKL_OK;
+  }
+  free(e), free(skip), free(r);
+  return rc;
+}
+
 int zkl__queue_list(zkl_client_t *c, const char *dir, const char *marker,
                     zkl_contender_t **out, size_t *count) {
   pthread_cond_t cv;
@@ -153,9 +196,11 @@ int zkl__queue_list(zkl_client_t *c, const char *dir, const char *marker,
   zkl__call_free(&sy);
   rc = ls.rc == ZNONODE ? ZOK : ls.rc;
   if (rc == ZOK && ls.kids.count > 0) {
-    n = zkl__order(ls.kids.data, ls.kids.count, marker, &it);
+    n = zkl__contenders(ls.kids.data, ls.kids.count, marker, &it);
     res = n >= 0 ? calloc((size_t)n + 1, sizeof *res) : NULL;
     rc = !res ? ZKL_ENOMEM : n ? read_all(c, s, dir, it, n, res, count) : ZOK;
+    if (rc == ZOK && *count > 1)
+      rc = order_listing(res, *count);
   }
   free(it);
   zkl__call_free(&ls);
@@ -184,6 +229,8 @@ int zkl__list_named(zkl_client_t *c, const char *root, const char *name,
   if (!c || !out || !count || !zkl__handle_live(c) ||
       !zkl__valid_name(name) || !zkl__valid_root(root))
     return ZKL_EINVAL;
+  if (zkl__forked(c->fork_gen))
+    return ZKL_EFORKED;
   tmp = zkl__join(root, "/");
   dir = tmp ? zkl__join(tmp, name) : NULL;
   free(tmp);

@@ -21,9 +21,7 @@
 #define ZKL__SEQ_LEN 10
 #define ZKL__GUID_LEN 32
 
-/* ---- util.c -------------------------------------------------------------- */
-ZKL__HIDDEN int zkl__valid_name(const char *name);
-ZKL__HIDDEN int zkl__valid_root(const char *root);
+/* ---- policy.c: queue order from a listing's names ----------------------- */
 ZKL__HIDDEN int zkl__seq_parse(const char *node, const char *marker,
                                int32_t *seq);
 ZKL__HIDDEN int zkl__seq_before(int32_t a, int32_t b);
@@ -34,10 +32,19 @@ typedef struct zkl__entry {
   const char *name;
 } zkl__entry_t;
 /* The contenders among `names` (those ending in marker + sequence), in
- * queue order. *out (free()) borrows the names. Returns the count, or -1
+ * listing order. *out (free()) borrows the names. Returns the count, or -1
  * when out of memory. */
-ZKL__HIDDEN int zkl__order(char *const *names, int n, const char *marker,
-                           zkl__entry_t **out);
+ZKL__HIDDEN int zkl__contenders(char *const *names, int n, const char *marker,
+                                zkl__entry_t **out);
+/* The number of entries before e[me] in queue order (0: e[me] holds),
+ * leaving out those with skip[i] set (skip may be NULL); *pred (may be
+ * NULL) gets the index of the nearest of them, the one to watch, or -1. */
+ZKL__HIDDEN int zkl__place(const zkl__entry_t *e, int n, int me,
+                           const unsigned char *skip, int *pred);
+
+/* ---- util.c -------------------------------------------------------------- */
+ZKL__HIDDEN int zkl__valid_name(const char *name);
+ZKL__HIDDEN int zkl__valid_root(const char *root);
 ZKL__HIDDEN int zkl__guid(char out[ZKL__GUID_LEN + 1]);
 /* A process-unique id for the calling thread, cheap enough for the
  * reentrant fast path (pthread_t cannot be compared atomically); never 0,
@@ -73,6 +80,7 @@ typedef struct zkl__session {
   int zstate; /* last ZooKeeper state seen by its watcher */
   int refs;
   int expired;
+  int auth_done; /* the ensemble accepted our credentials */
   int64_t id;
   struct zkl__session *next_dead;
 } zkl__session_t;
@@ -99,12 +107,18 @@ struct zkl__queue {
   size_t user_len;
   unsigned flags;     /* ZKL__Q_* */
   uint64_t cancel_gen;
+  /* Names of children found not ephemeral: planted, never going away by
+   * themselves, so nobody waits behind them (under c->mu). */
+  char **ignored;
+  int nignored;
   int closed;         /* acquires stop at once (under c->mu) */
   int users;          /* threads inside an acquire/release (under c->mu) */
   int cb_refs;        /* state events queued, not yet delivered */
   /* Delivers a state change to the recipe; runs on the event thread. */
   void (*notify)(zkl__queue_t *q, int state, uint64_t token);
 };
+
+enum { ZKL__OWN_NONE = 0, ZKL__OWN_PENDING = 1, ZKL__OWN_OK = 2 };
 
 /* One thread's place in one queue, from enqueue to final release. */
 struct zkl__acq {
@@ -120,21 +134,33 @@ struct zkl__acq {
   uint64_t tid;          /* thread that holds or acquires */
   int64_t watch_due;     /* when to watch our node (0: not wanted/sent) */
   zkl__acq_t *hnext;     /* recipe's list of holds (under c->mu) */
+  /* The watch on our own node (ZKL__OWN_*, under c->mu). OK: its read
+   * showed the node ours (our czxid, our session as owner), so any later
+   * change to it reaches zkl__path_watcher before any later reply. */
+  int own_watch;
   /* waiting for the predecessor (under c->mu) */
   char *watch_path;
   int pred_gone;
   int woke;
   int session_lost;
+  int revoked; /* our waiting node was deleted or replaced by someone */
   pthread_cond_t cv;
   zkl__acq_t *prev, *next; /* client's list of acquisitions */
 };
 
 struct zkl_client {
   pthread_mutex_t mu;
+  unsigned fork_gen; /* zkl__fork_gen when created: see zkl__forked() */
   pthread_cond_t cv; /* state changes, new session, event queue, refs */
   char *hosts;
   int timeout_req;
   int timeout_neg;
+  char *auth_scheme; /* NULL: no authentication */
+  char *auth;
+  int auth_failed;   /* the ensemble rejected the credentials: final */
+  const struct ACL_vector *acl; /* of every node we create */
+  struct ACL acl_entries[2];    /* acl's storage for ZKL_ACL_CREATOR */
+  struct ACL_vector acl_vec;
   zkl_log_fn log_fn;
   void *log_ctx;
   int log_level;
@@ -192,6 +218,26 @@ ZKL__HIDDEN void zkl__wait_cb_refs(zkl_client_t *c, zkl__queue_t *q);
 ZKL__HIDDEN void zkl__schedule_node_watch(zkl_client_t *c, zkl__acq_t *a);
 ZKL__HIDDEN int zkl__on_event_thread(zkl_client_t *c);
 
+/* Whether stat describes a's node: created by us (czxid) and owned by the
+ * session we created it on. A node deleted and re-created under our name
+ * by someone else fails this. */
+ZKL__HIDDEN int zkl__owns(const zkl__acq_t *a, const struct Stat *st);
+/* The same for the session s, which a->sess no longer names. */
+ZKL__HIDDEN int zkl__owns_on(const zkl__acq_t *a, const zkl__session_t *s,
+                             const struct Stat *st);
+/* Under c->mu: a's node is gone or not ours while it holds. */
+ZKL__HIDDEN void zkl__lose(zkl_client_t *c, zkl__acq_t *a, const char *why);
+
+/* fork(): objects made before a fork are unusable in the child. Bumped in
+ * the child by a pthread_atfork() handler; an object remembers the value
+ * it was created under. One relaxed load, for the reentrant fast path. */
+extern _Atomic unsigned zkl__fork_gen
+    __attribute__((visibility("hidden")));
+ZKL__HIDDEN void zkl__fork_watch(void);
+static inline int zkl__forked(unsigned gen) {
+  return atomic_load_explicit(&zkl__fork_gen, memory_order_relaxed) != gen;
+}
+
 /* Watchers (client.c) given to every watch the library sets. */
 ZKL__HIDDEN void zkl__path_watcher(zhandle_t *zh, int type, int state,
                                    const char *path, void *ctx);
@@ -223,6 +269,12 @@ ZKL__HIDDEN void zkl__children(zkl__call_t *call, zkl__session_t *s,
                                const char *path);
 ZKL__HIDDEN void zkl__get(zkl__call_t *call, zkl__session_t *s,
                           const char *path, int watch);
+/* Under c->mu: getData with a watch on a's own node (unless the queue
+ * opted out of own-node watches, then without). The answer, on the
+ * completion thread, confirms a hold (HELD) or loses it, and ends a wait
+ * whose node is gone or not ours (a->revoked). */
+ZKL__HIDDEN void zkl__watch_own(zkl_client_t *c, zkl__session_t *s,
+                                zkl__acq_t *a);
 ZKL__HIDDEN void zkl__exists(zkl__call_t *call, zkl__session_t *s,
                              const char *path);
 ZKL__HIDDEN void zkl__delete(zkl__call_t *call, zkl__session_t *s,
@@ -255,6 +307,10 @@ ZKL__HIDDEN int zkl__queue_acquire(zkl__queue_t *q, int mode,
  * fate and report ZKL_ELOST unless it reconnects (a mutex's unlock). */
 ZKL__HIDDEN int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a, int judge);
 ZKL__HIDDEN void zkl__queue_cancel(zkl__queue_t *q);
+/* One read: is a's node still there and ours? ZKL_OK, ZKL_ELOST (a is
+ * then LOST), or a ZooKeeper code when it cannot tell. Caller holds no
+ * lock; a must stay alive meanwhile. */
+ZKL__HIDDEN int zkl__queue_verify(zkl__queue_t *q, zkl__acq_t *a);
 ZKL__HIDDEN int zkl__queue_list(zkl_client_t *c, const char *dir,
                                 const char *marker, zkl_contender_t **out,
                                 size_t *count);

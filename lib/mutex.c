@@ -16,6 +16,7 @@
 struct zkl_mutex {
   zkl__queue_t q; /* first: the queue's notify() casts back */
   zkl_client_t *c;
+  unsigned fork_gen;
   zkl_state_fn fn;
   void *ctx;
   _Atomic uint64_t owner_tid;
@@ -39,6 +40,8 @@ int zkl_mutex_create(zkl_mutex_t **out, zkl_client_t *c, const char *name,
   if (!c || !zkl__handle_live(c) || !zkl__valid_name(name) ||
       !zkl__valid_root(root))
     return ZKL_EINVAL;
+  if (zkl__forked(c->fork_gen))
+    return ZKL_EFORKED;
   if (o && (o->data_len > ZKL_DATA_MAX || (o->data_len && !o->data) ||
             (o->flags & ~(unsigned)ZKL_MUTEX_NO_NODE_WATCH)))
     return ZKL_EINVAL;
@@ -55,6 +58,7 @@ int zkl_mutex_create(zkl_mutex_t **out, zkl_client_t *c, const char *name,
     return rc;
   }
   m->c = c;
+  m->fork_gen = c->fork_gen;
   m->fn = o ? o->state_fn : NULL;
   m->ctx = o ? o->state_ctx : NULL;
   if (m->fn)
@@ -67,6 +71,57 @@ int zkl_mutex_create(zkl_mutex_t **out, zkl_client_t *c, const char *name,
   }
   *out = m;
   return ZKL_OK;
+}
+
+/* Which thread holds which lock through which object, across every client
+ * of the process: a thread that locks a second object naming a lock it
+ * already holds would wait behind itself for ever. */
+struct held {
+  const zkl_mutex_t *m;
+  uint64_t tid;
+  struct held *next;
+};
+static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct held *held_list;
+
+static int same_lock(const zkl_mutex_t *a, const zkl_mutex_t *b) {
+  return strcmp(a->q.dir, b->q.dir) == 0 &&
+         strcmp(a->c->hosts, b->c->hosts) == 0;
+}
+
+static int held_elsewhere(const zkl_mutex_t *m, uint64_t me) {
+  struct held *h;
+  int found = 0;
+  pthread_mutex_lock(&held_mu);
+  for (h = held_list; h && !found; h = h->next)
+    found = h->tid == me && h->m != m && same_lock(h->m, m);
+  pthread_mutex_unlock(&held_mu);
+  return found;
+}
+
+/* Best effort: without memory the check is skipped, nothing else. */
+static void held_add(const zkl_mutex_t *m, uint64_t me) {
+  struct held *h = malloc(sizeof *h);
+  if (!h)
+    return;
+  h->m = m;
+  h->tid = me;
+  pthread_mutex_lock(&held_mu);
+  h->next = held_list;
+  held_list = h;
+  pthread_mutex_unlock(&held_mu);
+}
+
+static void held_remove(const zkl_mutex_t *m, uint64_t tid) {
+  struct held **pp, *h;
+  pthread_mutex_lock(&held_mu);
+  for (pp = &held_list; (h = *pp); pp = &h->next)
+    if (h->m == m && h->tid == tid) {
+      *pp = h->next;
+      free(h);
+      break;
+    }
+  pthread_mutex_unlock(&held_mu);
 }
 
 /* Under c->mu: the calling thread's hold, if any. */
@@ -110,6 +165,9 @@ __attribute__((noinline)) static int acquire_slow(zkl_mutex_t *m, int mode,
   zkl__acq_t *a;
   int rc;
   c = m->c;
+  /* trylock and timedlock end by themselves (EBUSY, ETIMEDOUT) */
+  if (mode == ZKL__BLOCK && held_elsewhere(m, me))
+    return ZKL_EDEADLK;
   pthread_mutex_lock(&c->mu);
   a = find_hold(m, me);
   rc = a ? reenter(a) : c->stopping ? ZKL_ECLOSED : ZKL_OK;
@@ -119,6 +177,8 @@ __attribute__((noinline)) static int acquire_slow(zkl_mutex_t *m, int mode,
   if (a || rc != ZKL_OK)
     return rc;
   rc = zkl__queue_acquire(&m->q, mode, deadline, &a);
+  if (rc == ZKL_OK)
+    held_add(m, me);
   pthread_mutex_lock(&c->mu);
   m->q.users--;
   if (rc == ZKL_OK) {
@@ -140,6 +200,8 @@ static inline int acquire(zkl_mutex_t *m, int mode, int64_t deadline) {
   uint64_t me;
   if (!m)
     return ZKL_EINVAL;
+  if (zkl__forked(m->fork_gen))
+    return ZKL_EFORKED;
   me = zkl__self_tid();
   if (atomic_load_explicit(&m->owner_tid, memory_order_relaxed) == me)
     return reenter(m->owner_acq);
@@ -170,6 +232,7 @@ static int release(zkl_mutex_t *m, zkl__acq_t *a, int judge) {
       break;
     }
   pthread_mutex_unlock(&m->c->mu);
+  held_remove(m, me);
   return zkl__queue_release(&m->q, a, judge);
 }
 
@@ -177,6 +240,8 @@ int zkl_mutex_unlock(zkl_mutex_t *m) {
   zkl__acq_t *a;
   if (!m)
     return ZKL_EINVAL;
+  if (zkl__forked(m->fork_gen))
+    return ZKL_EFORKED;
   if (atomic_load_explicit(&m->owner_tid, memory_order_relaxed) ==
       zkl__self_tid())
     a = m->owner_acq; /* fast path: no call, no lock */
@@ -196,6 +261,8 @@ int zkl_mutex_unlock(zkl_mutex_t *m) {
 int zkl_mutex_cancel(zkl_mutex_t *m) {
   if (!m)
     return ZKL_EINVAL;
+  if (zkl__forked(m->fork_gen))
+    return ZKL_EFORKED;
   zkl__queue_cancel(&m->q);
   return ZKL_OK;
 }
@@ -209,6 +276,8 @@ int zkl_mutex_destroy(zkl_mutex_t *m) {
     return ZKL_OK;
   if (!zkl__handle_live(m))
     return ZKL_EINVAL;
+  if (zkl__forked(m->fork_gen))
+    return ZKL_EFORKED; /* its lock may be held by a thread of the parent */
   c = m->c;
   pthread_mutex_lock(&c->mu);
   for (a = m->holds; a; a = a->hnext)
@@ -228,12 +297,15 @@ int zkl_mutex_destroy(zkl_mutex_t *m) {
 }
 
 int zkl_mutex_state(const zkl_mutex_t *m) {
-  const zkl__acq_t *a = m ? my_hold(m) : NULL;
+  const zkl__acq_t *a;
+  if (m && zkl__forked(m->fork_gen))
+    return ZKL_EFORKED;
+  a = m ? my_hold(m) : NULL;
   return a ? atomic_load(&a->state) : ZKL_STATE_NONE;
 }
 
 unsigned zkl_mutex_depth(const zkl_mutex_t *m) {
-  const zkl__acq_t *a = m ? my_hold(m) : NULL;
+  const zkl__acq_t *a = m && !zkl__forked(m->fork_gen) ? my_hold(m) : NULL;
   return a ? a->depth : 0;
 }
 
@@ -241,6 +313,8 @@ int zkl_mutex_token(const zkl_mutex_t *m, uint64_t *token) {
   const zkl__acq_t *a;
   if (!m || !token)
     return ZKL_EINVAL;
+  if (zkl__forked(m->fork_gen))
+    return ZKL_EFORKED;
   a = my_hold(m);
   if (!a)
     return ZKL_ENOTOWNER;
@@ -253,6 +327,8 @@ int zkl_mutex_node_path(const zkl_mutex_t *m, char *buf, size_t size) {
   size_t n;
   if (!m || !buf)
     return ZKL_EINVAL;
+  if (zkl__forked(m->fork_gen))
+    return ZKL_EFORKED;
   a = my_hold(m);
   if (!a || !a->path)
     return ZKL_ENOTOWNER;
@@ -267,4 +343,16 @@ int zkl_mutex_queue(zkl_client_t *c, const char *root, const char *name,
                     zkl_contender_t **out, size_t *count) {
   return zkl__list_named(c, root ? root : "/locks", name, "-lock-", out,
                          count);
+}
+
+int zkl_mutex_verify(zkl_mutex_t *m) {
+  zkl__acq_t *a;
+  if (!m)
+    return ZKL_EINVAL;
+  if (zkl__forked(m->fork_gen))
+    return ZKL_EFORKED;
+  a = my_hold(m);
+  if (!a)
+    return ZKL_ENOTOWNER;
+  return zkl__queue_verify(&m->q, a); /* only this thread frees a */
 }

@@ -26,10 +26,15 @@
 
 /* Internal outcomes, never returned to users. */
 enum {
-  RETRY = 1,  /* our node is gone or unknown: join the queue again */
+  RETRY = 1,  /* our node is gone with its session, or unknown: join again */
   RELIST = 2, /* look at the queue again */
-  HOLD = 3    /* we are the head */
+  HOLD = 3,   /* we are the head */
+  REJOIN = 4  /* the queue's parents were missing and are made: join again */
 };
+
+/* Most planted nodes one queue object remembers; past that, a queue full
+ * of them is an attack we report instead of growing without bound. */
+#define IGNORED_MAX 1024
 
 /* How many times in a row a missing parent may make us retry: a container
  * parent can be reaped between our mkdir and our create, but not forever. */
@@ -73,6 +78,12 @@ int zkl__queue_init(zkl__queue_t *q, zkl_client_t *c, const char *root,
 }
 
 void zkl__queue_fini(zkl__queue_t *q) {
+  int i;
+  for (i = 0; i < q->nignored; i++)
+    free(q->ignored[i]);
+  free(q->ignored);
+  q->ignored = NULL;
+  q->nignored = 0;
   free(q->id);
   q->id = NULL;
   free(q->dir);
@@ -93,6 +104,8 @@ static int halt(const run_t *r, int lenient) {
   zkl_client_t *c = r->q->c;
   if (c->stopping)
     return ZKL_ECLOSED;
+  if (c->auth_failed)
+    return ZKL_EAUTH;
   if (r->q->cancel_gen != r->gen || r->q->closed)
     return ZKL_ECANCELED;
   if (r->deadline >= 0 && !lenient && zkl_now_ms() >= r->deadline)
@@ -124,50 +137,58 @@ static int reconnect(run_t *r, zkl__session_t *s, uint64_t epoch) {
   return rc;
 }
 
-/* Forget our node (it is gone with its session, or was deleted). */
+/* Forget our node (it is gone with its session, or was deleted, or is
+ * somebody else's now): never to be deleted by us. */
 static void drop_node(zkl_client_t *c, zkl__acq_t *a) {
   free(a->path);
   a->path = NULL;
   zkl__session_put(c, a->sess);
   a->sess = NULL;
   a->session_lost = 0;
+  a->revoked = 0;
+  a->own_watch = ZKL__OWN_NONE;
 }
 
-/* Creates every missing component of q->dir as a container node, all in one
- * round trip: the session's FIFO order creates parents before children. */
-static int make_parents(run_t *r, zkl__session_t *s) {
+/* One create of a container node on s, waited for; its ZooKeeper code. */
+static int make_dir(run_t *r, zkl__session_t *s, const char *path) {
   zkl_client_t *c = r->q->c;
-  const char *dir = r->q->dir;
-  size_t max = strlen(dir) / 2 + 1;
-  zkl__call_t *calls = calloc(max, sizeof *calls);
-  zkl__call_t **ptrs = calloc(max, sizeof *ptrs);
-  char *path = malloc(strlen(dir) + 1);
-  int n = 0, i, rc = ZKL_OK;
-  const char *p;
-  if (!calls || !ptrs || !path) {
-    free(calls), free(ptrs), free(path);
-    return ZKL_ENOMEM;
-  }
+  zkl__call_t cr, *ptrs[1] = {&cr};
+  int rc;
+  zkl__call_init(&cr, c, &r->a->cv);
   pthread_mutex_unlock(&c->mu);
-  for (p = strchr(dir + 1, '/');; p = strchr(p + 1, '/')) {
-    size_t len = p ? (size_t)(p - dir) : strlen(dir);
-    memcpy(path, dir, len);
-    path[len] = '\0';
-    zkl__call_init(&calls[n], c, &r->a->cv);
-    ptrs[n] = &calls[n];
-    zkl__create(&calls[n], s, path, NULL, -1, ZOO_CONTAINER);
-    n++;
-    if (!p)
-      break;
-  }
+  zkl__create(&cr, s, path, NULL, -1, ZOO_CONTAINER);
   pthread_mutex_lock(&c->mu);
-  zkl__call_wait(ptrs, n);
-  for (i = 0; i < n; i++) {
-    if (rc == ZKL_OK && calls[i].rc != ZOK && calls[i].rc != ZNODEEXISTS)
-      rc = calls[i].rc;
-    zkl__call_free(&calls[i]);
+  zkl__call_wait(ptrs, 1);
+  rc = cr.rc;
+  zkl__call_free(&cr);
+  return rc == ZNODEEXISTS ? ZOK : rc;
+}
+
+/* Creates the missing components of q->dir as container nodes, deepest
+ * first: the immediate parent, then, only on ZNONODE, one level up, and
+ * back down. Creating a component that exists would need CREATE on its
+ * own parent, which the server checks before it answers "exists": on a
+ * secured ensemble that is often not ours to have, and asking only for
+ * what is missing costs one round trip in the common case. */
+static int make_parents(run_t *r, zkl__session_t *s) {
+  const char *dir = r->q->dir;
+  char *path = zkl__strdup(dir);
+  size_t len;
+  int rc;
+  if (!path)
+    return ZKL_ENOMEM;
+  len = strlen(path);
+  for (;;) {
+    rc = make_dir(r, s, path);
+    if (rc == ZNONODE && strchr(path + 1, '/')) {
+      *strrchr(path, '/') = '\0'; /* its parent first */
+      continue;
+    }
+    if (rc != ZOK || strlen(path) == len)
+      break;
+    path[strlen(path)] = '/'; /* one level back down */
   }
-  free(calls), free(ptrs), free(path);
+  free(path);
   return rc;
 }
 
@@ -310,8 +331,9 @@ static int join(run_t *r, zkl__call_t *ls) {
     }
     rc = make_parents(r, s);
     zkl__session_put(c, s);
-    return rc == ZOK || zkl__is_conn_error(rc) || is_session_error(rc) ? RETRY
-                                                                       : rc;
+    if (rc == ZOK)
+      return REJOIN;
+    return zkl__is_conn_error(rc) || is_session_error(rc) ? RETRY : rc;
   }
   if (zkl__is_conn_error(rc) || rc == ZKL_ENOMEM)
     return recover(r, s, epoch);
@@ -322,6 +344,54 @@ static int join(run_t *r, zkl__call_t *ls) {
   }
   zkl__session_put(c, s);
   return rc;
+}
+
+/* Our node is not where it must be, or not ours. Gone with an expired
+ * session, it is no one's doing: join again. Deleted or replaced while
+ * the session lives, it was revoked by another client, and joining again
+ * at the tail behind its back would be wrong. */
+static int gone(run_t *r) {
+  zkl_client_t *c = r->q->c;
+  zkl__acq_t *a = r->a;
+  if (a->sess && a->sess == c->sess && !a->sess->expired && !a->session_lost) {
+    zkl__post_log(c, ZKL_LOG_WARN, "%s: our waiting node was %s",
+                  a->path ? a->path : r->q->dir,
+                  a->revoked ? "deleted or replaced by another client"
+                             : "deleted by another client");
+    return ZKL_EREVOKED;
+  }
+  return RETRY;
+}
+
+/* Records a child that is not ephemeral: planted by an operator, a backup
+ * restore or an attacker, it will never go by itself. Once per name. */
+static int ignore(zkl__queue_t *q, const char *name) {
+  char **n;
+  int i;
+  for (i = 0; i < q->nignored; i++)
+    if (strcmp(q->ignored[i], name) == 0)
+      return ZKL_OK;
+  if (q->nignored >= IGNORED_MAX)
+    return ZKL_EPROTO;
+  n = realloc(q->ignored, (size_t)(q->nignored + 1) * sizeof *n);
+  if (!n)
+    return ZKL_ENOMEM;
+  q->ignored = n;
+  if (!(n[q->nignored] = zkl__strdup(name)))
+    return ZKL_ENOMEM;
+  q->nignored++;
+  zkl__post_log(q->c, ZKL_LOG_WARN,
+                "%s/%s: not ephemeral (planted?): not waiting behind it",
+                q->dir, name);
+  return ZKL_OK;
+}
+
+static int ignored(const zkl__queue_t *q, const char *name) {
+  int i;
+  for (i = 0; i < q->nignored; i++)
+    if (strcmp(q->ignored[i], name) == 0)
+      return 1;
+  return 0;
 }
 
 /* Lists the queue on our node's session. */
@@ -353,43 +423,58 @@ static int list(run_t *r, zkl__call_t *ls) {
         return rc;
       continue;
     }
-    /* parent gone (so our node too) or session over: join again */
-    if (rc == ZNONODE || is_session_error(rc))
+    if (is_session_error(rc))
       return RETRY;
+    /* the parent cannot go while our node is in it: someone deleted both */
+    if (rc == ZNONODE)
+      return gone(r);
     return rc;
   }
 }
 
-/* Finds our place in a listing. Returns HOLD, RETRY (our node is not there:
- * it was deleted), or ZKL_OK with *pred (allocated full path) and
- * *pred_is_head set. */
-static int position(run_t *r, const zkl__call_t *ls, char **pred,
-                    int *pred_is_head) {
+/* Finds our place in a listing, from our own node's point of view (see
+ * policy.c). Returns HOLD, ZKL_EREVOKED or RETRY (our node is not there),
+ * or ZKL_OK with *pred (allocated full path of the nearest contender
+ * before us) and *sole (it is the only one before us). */
+static int position(run_t *r, const zkl__call_t *ls, char **pred, int *sole) {
   const char *me = strrchr(r->a->path, '/') + 1;
   zkl__entry_t *e;
-  int n, i, idx = -1, rc;
-  n = zkl__order(ls->kids.data, ls->kids.count, r->q->marker, &e);
+  unsigned char *skip;
+  int n, i, idx = -1, rc, before, p;
+  n = zkl__contenders(ls->kids.data, ls->kids.count, r->q->marker, &e);
   if (n < 0)
     return ZKL_ENOMEM;
-  for (i = 0; i < n; i++)
+  skip = calloc((size_t)n + 1, 1);
+  if (!skip) {
+    free(e);
+    return ZKL_ENOMEM;
+  }
+  for (i = 0; i < n; i++) {
     if (strcmp(e[i].name, me) == 0)
       idx = i;
-  if (idx < 0)
-    rc = RETRY;
-  else if (idx == 0)
+    else
+      skip[i] = ignored(r->q, e[i].name);
+  }
+  if (idx < 0) {
+    rc = gone(r);
+  } else if ((before = zkl__place(e, n, idx, skip, &p)) == 0) {
     rc = HOLD;
-  else {
-    *pred = zkl__join(r->q->prefix, e[idx - 1].name);
-    *pred_is_head = idx == 1;
+  } else {
+    *pred = zkl__join(r->q->prefix, e[p].name);
+    *sole = before == 1;
     rc = *pred ? ZKL_OK : ZKL_ENOMEM;
   }
+  free(skip);
   free(e);
   return rc;
 }
 
-/* Watches the predecessor and sleeps until it goes. Returns HOLD (zero-read
- * hand-off), RELIST, RETRY, or an error. */
-static int wait_pred(run_t *r, char *pred, int pred_is_head, uint64_t epoch) {
+/* Watches the predecessor and sleeps until it goes. Our own node gets a
+ * watch too, once per acquisition: deleted or replaced while we wait, the
+ * wait ends (ZKL_EREVOKED), and the same watch serves the hold that
+ * follows. Returns HOLD (zero-read hand-off), RELIST, RETRY, or an
+ * error. */
+static int wait_pred(run_t *r, char *pred, int sole, uint64_t epoch) {
   zkl_client_t *c = r->q->c;
   zkl__acq_t *a = r->a;
   zkl__session_t *s = a->sess;
@@ -403,6 +488,8 @@ static int wait_pred(run_t *r, char *pred, int pred_is_head, uint64_t epoch) {
   }
   a->watch_path = pred;
   a->pred_gone = a->woke = 0;
+  if (a->own_watch == ZKL__OWN_NONE && !(r->q->flags & ZKL__Q_NO_NODE_WATCH))
+    zkl__watch_own(c, s, a);
   s->refs++;
   zkl__call_init(&gd, c, &a->cv);
   pthread_mutex_unlock(&c->mu);
@@ -411,9 +498,16 @@ static int wait_pred(run_t *r, char *pred, int pred_is_head, uint64_t epoch) {
   zkl__call_wait(ptrs, 1);
   zkl__call_free(&gd);
   zkl__session_put(c, s);
-  if (gd.rc == ZNONODE)
+  if (gd.rc == ZNONODE) {
     a->pred_gone = 1;
-  else if (gd.rc != ZOK) {
+  } else if (gd.rc == ZOK && gd.stat.ephemeralOwner == 0) {
+    /* never goes by itself: do not wait behind it (its watch, left set,
+     * fires into nobody's wait) */
+    a->watch_path = NULL;
+    rc = ignore(r->q, strrchr(pred, '/') + 1);
+    free(pred);
+    return rc == ZKL_OK ? RELIST : rc;
+  } else if (gd.rc != ZOK) {
     rc = gd.rc;
     a->watch_path = NULL;
     free(pred);
@@ -422,7 +516,7 @@ static int wait_pred(run_t *r, char *pred, int pred_is_head, uint64_t epoch) {
     return is_session_error(rc) ? RETRY : rc;
   }
   zkl__deadline_ts(r->deadline, &ts);
-  while (!a->pred_gone && !a->woke && !a->session_lost &&
+  while (!a->pred_gone && !a->woke && !a->session_lost && !a->revoked &&
          (rc = stopped(r)) == ZKL_OK) {
     if (r->deadline < 0)
       pthread_cond_wait(&a->cv, &c->mu);
@@ -433,27 +527,33 @@ static int wait_pred(run_t *r, char *pred, int pred_is_head, uint64_t epoch) {
   free(pred);
   if (a->session_lost)
     return RETRY;
+  if (a->revoked)
+    return gone(r);
   if (!a->pred_gone && !a->woke)
     return stopped(r);
   /* The zero-read hand-off is only sound if nothing happened in between
    * that could have made our last listing stale: no reconnection. */
-  if (a->pred_gone && pred_is_head && c->conn_epoch == epoch &&
+  if (a->pred_gone && sole && c->conn_epoch == epoch &&
       c->state == ZKL_CLIENT_CONNECTED)
     return HOLD;
   return RELIST;
 }
 
-/* At the head: make sure our node is still there and owned by the session
- * we are on now, so that a node left by an expired session never makes us
- * the holder (used by elections, which must never have two leaders). */
-static int confirm_owner(run_t *r) {
+/* At the head: make sure our node is still there and ours (our czxid,
+ * owned by the session we are on now) before we hold, unless that is
+ * already known: the listing came with our create, or the watch on our
+ * node confirmed it and would have told us of any change since. Elections
+ * always ask (ZKL__Q_VERIFY_OWNER): they must never have two leaders,
+ * and a node left by an expired session must never make one. */
+static int confirm_owner(run_t *r, int fresh) {
   zkl_client_t *c = r->q->c;
   zkl__acq_t *a = r->a;
   zkl__session_t *s = a->sess;
   zkl__call_t st, *ptrs[1] = {&st};
   uint64_t epoch = c->conn_epoch;
   int rc;
-  if (!(r->q->flags & ZKL__Q_VERIFY_OWNER))
+  if (!(r->q->flags & ZKL__Q_VERIFY_OWNER) &&
+      (fresh || a->own_watch == ZKL__OWN_OK))
     return HOLD;
   if (!s || s != c->sess || s->expired)
     return RETRY;
@@ -467,12 +567,20 @@ static int confirm_owner(run_t *r) {
   zkl__call_wait(ptrs, 1);
   rc = st.rc;
   zkl__session_put(c, s);
-  if (rc == ZOK && st.stat.ephemeralOwner == s->id && s == c->sess &&
-      !s->expired)
+  if (rc == ZOK && zkl__owns(a, &st.stat) && s == c->sess && !s->expired)
     return HOLD;
   if (zkl__is_conn_error(rc))
     return (rc = reconnect(r, s, epoch)) == ZKL_OK ? RELIST : rc;
-  return rc == ZOK || rc == ZNONODE || is_session_error(rc) ? RETRY : rc;
+  if (rc == ZOK || rc == ZNONODE)
+    return gone(r);
+  return is_session_error(rc) ? RETRY : rc;
+}
+
+/* Decide, leaving our node alone when it is not ours to delete. */
+static int end_run(run_t *r, int rc) {
+  if (rc == ZKL_EREVOKED)
+    drop_node(r->q->c, r->a);
+  return rc;
 }
 
 static int run(run_t *r) {
@@ -480,16 +588,17 @@ static int run(run_t *r) {
   zkl__acq_t *a = r->a;
   /* A lock free now is taken whatever the deadline (as with
    * pthread_mutex_timedlock): the deadline is not checked until our first
-   * look at the queue, which normally comes with the create. Waits for the
+   * look at the queue, which normally comes with the create, or after
+   * making the queue's missing parents on first use. Waits for the
    * network still honour it, and so does every request that only trouble
    * makes necessary, so that a slow or broken link makes us overrun the
    * deadline by at most the round trip under way (and the delete of our
    * node), not by one round trip per recovery step. */
   r->first = 1;
-  for (;; r->first = 0) { /* a second pass is trouble too */
+  for (;;) {
     zkl__call_t ls;
     char *pred = NULL;
-    int rc, head = 0, have_list = 0;
+    int rc, sole = 0, have_list = 0, fresh = 0;
     uint64_t epoch;
     if ((rc = stopped(r)) != ZKL_OK)
       return rc;
@@ -498,15 +607,19 @@ static int run(run_t *r) {
     epoch = c->conn_epoch;
     if (!a->path) {
       rc = join(r, &ls);
+      if (rc == REJOIN)
+        continue; /* still our first look */
+      r->first = 0; /* any other pass is trouble */
       if (rc == RETRY)
         continue;
       if (rc != ZKL_OK)
         return rc;
-      have_list = ls.rc == ZOK;
+      have_list = fresh = ls.rc == ZOK;
       if (!have_list)
         zkl__call_free(&ls);
     }
     if (!have_list) {
+      r->first = 0;
       epoch = c->conn_epoch;
       rc = list(r, &ls);
       if (rc == RETRY) {
@@ -514,14 +627,15 @@ static int run(run_t *r) {
         continue;
       }
       if (rc != ZKL_OK)
-        return rc;
+        return end_run(r, rc);
     }
-    rc = position(r, &ls, &pred, &head);
+    rc = position(r, &ls, &pred, &sole);
     zkl__call_free(&ls);
     if (rc == HOLD)
-      rc = confirm_owner(r);
+      rc = confirm_owner(r, fresh);
     if (rc == HOLD)
       return ZKL_OK;
+    r->first = 0;
     if (rc == RELIST)
       continue;
     if (rc == RETRY) {
@@ -529,21 +643,20 @@ static int run(run_t *r) {
       continue;
     }
     if (rc != ZKL_OK)
-      return rc;
-    r->first = 0;
+      return end_run(r, rc);
     if (r->mode == ZKL__TRY) {
       free(pred);
       return ZKL_EBUSY;
     }
-    rc = wait_pred(r, pred, head, epoch);
+    rc = wait_pred(r, pred, sole, epoch);
     if (rc == HOLD)
-      rc = confirm_owner(r);
+      rc = confirm_owner(r, 0);
     if (rc == HOLD)
       return ZKL_OK;
     if (rc == RETRY)
       drop_node(c, a);
     else if (rc != RELIST)
-      return rc;
+      return end_run(r, rc);
   }
 }
 
@@ -551,24 +664,41 @@ static int run(run_t *r) {
  * ZooKeeper code (ZOK when there was nothing to delete). When the
  * connection is down the delete is left to the event thread; with `judge`
  * the code is then the session's verdict (ZOK or ZSESSIONEXPIRED) instead:
- * a release must not report a hold as kept when it cannot know. */
+ * a release must not report a hold as kept when it cannot know. Also with
+ * `judge`, a node whose identity no watch vouches for is read in the same
+ * round trip as the delete: a node deleted and re-created under our name
+ * by someone else gives ZNONODE, the hold was not ours to the end. */
 static int remove_node(zkl_client_t *c, zkl__acq_t *a, int judge) {
   zkl__session_t *s = a->sess;
-  zkl__call_t del, *ptrs[1] = {&del};
+  zkl__call_t st, del, *ptrs[2] = {&del, &st};
   uint64_t epoch = c->conn_epoch;
-  int rc;
+  int rc, n = 1, left;
   if (!a->path || !s)
     return s ? ZOK : ZSESSIONEXPIRED;
   a->sess = NULL;
   if (s->expired) {
     rc = ZSESSIONEXPIRED;
   } else {
+    int check = judge && a->own_watch != ZKL__OWN_OK;
     zkl__call_init(&del, c, &a->cv);
+    if (check) {
+      zkl__call_init(&st, c, &a->cv);
+      ptrs[0] = &st, ptrs[1] = &del, n = 2;
+      zkl__call_batch(ptrs, 2, &left);
+    }
     pthread_mutex_unlock(&c->mu);
+    if (check)
+      zkl__exists(&st, s, a->path);
     zkl__delete(&del, s, a->path);
     pthread_mutex_lock(&c->mu);
-    zkl__call_wait(ptrs, 1);
+    zkl__call_wait(ptrs, n);
     rc = del.rc;
+    if (check && st.rc == ZOK && rc == ZOK && !zkl__owns_on(a, s, &st.stat)) {
+      zkl__post_log(c, ZKL_LOG_WARN,
+                    "%s: replaced by someone else's node before unlock",
+                    a->path);
+      rc = ZNONODE;
+    }
     if (zkl__is_conn_error(rc)) {
       zkl__defer_delete(c, s, a->path);
       if (judge)
@@ -644,6 +774,40 @@ int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a, int judge) {
   atomic_store(&a->state, ZKL_STATE_NONE);
   zkl__post_state(c, a, ZKL_STATE_NONE);
   acq_free(c, a);
+  pthread_mutex_unlock(&c->mu);
+  return rc;
+}
+
+int zkl__queue_verify(zkl__queue_t *q, zkl__acq_t *a) {
+  zkl_client_t *c = q->c;
+  zkl__session_t *s;
+  zkl__call_t st, *ptrs[1] = {&st};
+  int rc;
+  pthread_mutex_lock(&c->mu);
+  s = a->sess;
+  if (atomic_load(&a->state) == ZKL_STATE_LOST || !s || !a->path ||
+      s->expired) {
+    zkl__lose(c, a, "session expired");
+    pthread_mutex_unlock(&c->mu);
+    return ZKL_ELOST;
+  }
+  s->refs++;
+  zkl__call_init(&st, c, &a->cv);
+  pthread_mutex_unlock(&c->mu);
+  zkl__exists(&st, s, a->path);
+  pthread_mutex_lock(&c->mu);
+  zkl__call_wait(ptrs, 1);
+  rc = st.rc;
+  if (rc == ZOK && a->sess == s && zkl__owns(a, &st.stat)) {
+    rc = ZKL_OK;
+  } else if (rc == ZOK || rc == ZNONODE || is_session_error(rc) ||
+             a->sess != s) {
+    zkl__lose(c, a, rc == ZOK ? "replaced by someone else's node"
+                    : rc == ZNONODE ? "deleted by someone else"
+                                    : "session expired");
+    rc = ZKL_ELOST;
+  }
+  zkl__session_put(c, s);
   pthread_mutex_unlock(&c->mu);
   return rc;
 }

@@ -1,4 +1,4 @@
-/* util.c: names, sequence numbers, guids, node data, handle registry. */
+/* util.c: names, guids, node data, time, handle registry. */
 #include "config.h"
 
 #include <errno.h>
@@ -60,70 +60,6 @@ int zkl_name_check(const char *name) {
 
 int zkl_root_check(const char *root) {
   return zkl__valid_root(root) ? ZKL_OK : ZKL_EINVAL;
-}
-
-/* A contender's node name ends with <marker><seq>, where the server printed
- * seq with %010d: 10 digits, or after the parent's signed 32-bit counter
- * wraps, '-' and 9 or 10 digits. Other children are not contenders and are
- * ignored. */
-int zkl__seq_parse(const char *node, const char *marker, int32_t *seq) {
-  size_t m = strlen(marker), n;
-  const char *s = NULL, *p;
-  int64_t v = 0;
-  int neg = 0;
-  for (p = strstr(node, marker); p; p = strstr(p + 1, marker))
-    s = p + m; /* the last occurrence: a guid may not contain it, but be safe */
-  if (!s)
-    return 0;
-  n = strlen(s);
-  if (*s == '-') {
-    neg = 1;
-    s++;
-    n--;
-    if (n != 9 && n != 10)
-      return 0;
-  } else if (n != ZKL__SEQ_LEN) {
-    return 0;
-  }
-  for (p = s; *p; p++) {
-    if (*p < '0' || *p > '9')
-      return 0;
-    v = v * 10 + (*p - '0');
-  }
-  v = neg ? -v : v;
-  if (v < INT32_MIN || v > INT32_MAX)
-    return 0;
-  *seq = (int32_t)v;
-  return 1;
-}
-
-/* Serial-number order (RFC 1982 style) on the 32-bit counter: a is before b
- * when b is less than 2^31 steps ahead of a. A queue never spans 2^31
- * sequence numbers, so this stays right across the wrap to negative values,
- * where comparing the printed strings would put the newcomer first. */
-int zkl__seq_before(int32_t a, int32_t b) {
-  return (int32_t)((uint32_t)a - (uint32_t)b) < 0;
-}
-
-static int entry_cmp(const void *x, const void *y) {
-  const zkl__entry_t *a = x, *b = y;
-  if (a->seq == b->seq)
-    return strcmp(a->name, b->name);
-  return zkl__seq_before(a->seq, b->seq) ? -1 : 1;
-}
-
-int zkl__order(char *const *names, int n, const char *marker,
-               zkl__entry_t **out) {
-  zkl__entry_t *e = malloc((size_t)(n > 0 ? n : 1) * sizeof *e);
-  int i, k = 0;
-  if (!e)
-    return -1;
-  for (i = 0; i < n; i++)
-    if (zkl__seq_parse(names[i], marker, &e[k].seq))
-      e[k++].name = names[i];
-  qsort(e, (size_t)k, sizeof *e, entry_cmp);
-  *out = e;
-  return k;
 }
 
 int zkl__guid(char out[ZKL__GUID_LEN + 1]) {

@@ -144,7 +144,7 @@ static void on_sync(int rc, const char *value, const void *data) {
 
 void zkl__create(zkl__call_t *call, zkl__session_t *s, const char *path,
                  const char *data, int len, int flags) {
-  issued(call, zoo_acreate2(s->zh, path, data, len, &ZOO_OPEN_ACL_UNSAFE,
+  issued(call, zoo_acreate2(s->zh, path, data, len, call->c->acl,
                             flags, on_create, call));
 }
 

@@ -4,92 +4,9 @@
  * each other's nodes. An independent ZooKeeper handle ("admin") inspects
  * and damages the tree the way an operator would. */
 #include <errno.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdint.h>
-#include <unistd.h>
-#include <zookeeper/zookeeper.h>
 
-#include "check.h"
-#include "zklock.h"
-
-static const char *servers;
-static zhandle_t *admin;
-static int root_no;
-static char root[128];
-
-static void admin_watcher(zhandle_t *zh, int type, int state, const char *p,
-                          void *ctx) {
-  (void)zh, (void)type, (void)state, (void)p, (void)ctx;
-}
-
-static void quiet_zk_log(const char *m) { (void)m; }
-
-static void new_root(void) {
-  snprintf(root, sizeof root, "/zkltest-%ld-%d", (long)getpid(), ++root_no);
-}
-
-static zkl_client_t *client(int session_ms) {
-  zkl_client_t *c = NULL;
-  zkl_client_options_t o = {0};
-  o.session_timeout_ms = session_ms;
-  CHECK_RC(zkl_client_create(&c, servers, &o), ZKL_OK);
-  if (!c) {
-    fprintf(stderr, "cannot connect to %s\n", servers);
-    exit(1);
-  }
-  return c;
-}
-
-static zkl_mutex_t *mutex(zkl_client_t *c, const char *name) {
-  zkl_mutex_t *m = NULL;
-  zkl_mutex_options_t o = {0};
-  o.root = root;
-  CHECK_RC(zkl_mutex_create(&m, c, name, &o), ZKL_OK);
-  return m;
-}
-
-static pthread_mutex_t sync_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t sync_cv = PTHREAD_COND_INITIALIZER;
-static int sync_done;
-
-static void on_sync(int rc, const char *v, const void *d) {
-  (void)rc, (void)v, (void)d;
-  pthread_mutex_lock(&sync_mu);
-  sync_done = 1;
-  pthread_cond_broadcast(&sync_cv);
-  pthread_mutex_unlock(&sync_mu);
-}
-
-/* The admin reads from its own server, which may lag the leader: sync
- * first, as ZooKeeper requires for reading another session's writes. */
-static void admin_sync(const char *path) {
-  sync_done = 0;
-  if (zoo_async(admin, path, on_sync, NULL) != ZOK)
-    return;
-  pthread_mutex_lock(&sync_mu);
-  while (!sync_done)
-    pthread_cond_wait(&sync_cv, &sync_mu);
-  pthread_mutex_unlock(&sync_mu);
-}
-
-/* Number of children of root/name as the admin sees them (-1: no parent). */
-static int queue_len(const char *name) {
-  char path[256];
-  struct String_vector v;
-  int n, rc;
-  snprintf(path, sizeof path, "%s/%s", root, name);
-  admin_sync(path);
-  rc = zoo_get_children(admin, path, 0, &v);
-  if (rc == ZNONODE)
-    return -1;
-  if (rc != ZOK)
-    return -2;
-  n = v.count;
-  deallocate_String_vector(&v);
-  return n;
-}
-
+#include "admin.h"
 
 /* ---- tests ------------------------------------------------------------- */
 
@@ -142,11 +59,13 @@ static void test_reentrant_costs_no_request(void) {
   CHECK(zkl_client_request_count(c) > after_lock);
   CHECK_INT(queue_len("reent"), ==, 0);
   CHECK_RC(zkl_mutex_unlock(m), ZKL_ENOTOWNER);
-  /* a short uncontended cycle: create + getChildren, then delete */
+  /* a short uncontended cycle: create + getChildren, then a read that
+   * vouches for our node's identity (no watch does yet) + delete, each
+   * pair in one round trip */
   before = zkl_client_request_count(c);
   CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
   CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
-  CHECK_INT(zkl_client_request_count(c) - before, ==, 3);
+  CHECK_INT(zkl_client_request_count(c) - before, ==, 4);
   zkl_mutex_destroy(m);
   zkl_client_destroy(c);
 }
@@ -431,29 +350,6 @@ static void test_parent_recreated_tokens_increase(void) {
   zkl_client_destroy(c);
 }
 
-struct states {
-  pthread_mutex_t mu;
-  int seen[8];
-  int n;
-};
-
-static void on_state(zkl_mutex_t *m, int state, uint64_t token, void *ctx) {
-  struct states *s = ctx;
-  (void)m, (void)token;
-  pthread_mutex_lock(&s->mu);
-  if (s->n < 8)
-    s->seen[s->n++] = state;
-  pthread_mutex_unlock(&s->mu);
-}
-
-static int last_state(struct states *s) {
-  int v;
-  pthread_mutex_lock(&s->mu);
-  v = s->n ? s->seen[s->n - 1] : -1;
-  pthread_mutex_unlock(&s->mu);
-  return v;
-}
-
 static void test_node_deleted_is_lost(void) {
   zkl_client_t *c = client(10000);
   zkl_mutex_t *m = NULL;
@@ -534,30 +430,6 @@ static void test_queue_listing(void) {
   zkl_client_destroy(b);
 }
 
-struct logbuf {
-  pthread_mutex_t mu;
-  char text[4096];
-};
-
-static void log_hook(void *ctx, int level, const char *msg) {
-  struct logbuf *b = ctx;
-  pthread_mutex_lock(&b->mu);
-  if (level >= ZKL_LOG_ERROR && level <= ZKL_LOG_DEBUG &&
-      strlen(b->text) + strlen(msg) + 2 < sizeof b->text) {
-    strcat(b->text, msg);
-    strcat(b->text, "\n");
-  }
-  pthread_mutex_unlock(&b->mu);
-}
-
-static int log_has(struct logbuf *b, const char *what) {
-  int v;
-  pthread_mutex_lock(&b->mu);
-  v = strstr(b->text, what) != NULL;
-  pthread_mutex_unlock(&b->mu);
-  return v;
-}
-
 static void test_log_hook(void) {
   static struct logbuf b = {PTHREAD_MUTEX_INITIALIZER, ""};
   zkl_client_options_t o = {0};
@@ -582,32 +454,8 @@ static void test_log_hook(void) {
   zkl_client_destroy(other);
 }
 
-static void cleanup_tree(const char *path) {
-  struct String_vector v;
-  int i;
-  if (zoo_get_children(admin, path, 0, &v) == ZOK) {
-    for (i = 0; i < v.count; i++) {
-      char child[512];
-      snprintf(child, sizeof child, "%s/%s", path, v.data[i]);
-      cleanup_tree(child);
-    }
-    deallocate_String_vector(&v);
-  }
-  zoo_delete(admin, path, -1);
-}
-
 int main(void) {
-  int i;
-  servers = getenv("ZKL_TEST_SERVERS");
-  if (!servers || !*servers) {
-    fprintf(stderr, "ZKL_TEST_SERVERS is not set: skipping\n");
-    return 77;
-  }
-  zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-  admin = zookeeper_init2(servers, admin_watcher, 10000, NULL, NULL, 0,
-                          quiet_zk_log);
-  if (!admin)
-    return 1;
+  admin_open();
   RUN(test_basic_cycle);
   RUN(test_reentrant_costs_no_request);
   RUN(test_try_and_timed);
@@ -620,10 +468,6 @@ int main(void) {
   RUN(test_node_deleted_is_lost);
   RUN(test_queue_listing);
   RUN(test_log_hook);
-  for (i = 1; i <= root_no; i++) {
-    snprintf(root, sizeof root, "/zkltest-%ld-%d", (long)getpid(), i);
-    cleanup_tree(root);
-  }
-  zookeeper_close(admin);
+  admin_close();
   return CHECK_DONE();
 }

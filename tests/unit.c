@@ -36,6 +36,43 @@ static void test_serial_order(void) {
   /* a string sort would put "-000000005" first: that is the bug avoided */
 }
 
+/* Who holds is decided pairwise from each node's own point of view: a
+ * planted name whose sequence is 2^31 away (where serial order is not
+ * transitive and a sort went wrong) can delay, never make two heads. */
+static void test_place(void) {
+  char *names[] = {"a-lock-0000000000", "b-lock-0000000002",
+                   "zz-lock--2147483647", "zz-lock-2147483647",
+                   "other-node", "c-lock-0000000005"};
+  zkl__entry_t *e = NULL;
+  unsigned char skip[6] = {0};
+  int n = zkl__contenders(names, 6, "-lock-", &e), i, heads = 0, pred;
+  CHECK_INT(n, ==, 5);
+  for (i = 0; i < n; i++)
+    if (e[i].name[0] != 'z' && zkl__place(e, n, i, NULL, NULL) == 0)
+      heads++;
+  CHECK_INT(heads, <=, 1);
+  /* b (2) waits for a (0), its nearest predecessor; c (5) for b */
+  CHECK_INT(zkl__place(e, n, 1, NULL, &pred), >=, 1);
+  CHECK_STR(e[pred].name, "a-lock-0000000000");
+  CHECK_INT(zkl__place(e, n, 4, NULL, &pred), >=, 2);
+  CHECK_STR(e[pred].name, "b-lock-0000000002");
+  /* the planted names skipped (not ephemeral): a holds, b is next alone */
+  skip[2] = skip[3] = 1;
+  CHECK_INT(zkl__place(e, n, 0, skip, &pred), ==, 0);
+  CHECK_INT(pred, ==, -1);
+  CHECK_INT(zkl__place(e, n, 1, skip, &pred), ==, 1);
+  /* equal sequences (only planted names have them): the name decides */
+  {
+    char *tie[] = {"x-lock-0000000007", "y-lock-0000000007"};
+    zkl__entry_t *t = NULL;
+    CHECK_INT(zkl__contenders(tie, 2, "-lock-", &t), ==, 2);
+    CHECK_INT(zkl__place(t, 2, 0, NULL, NULL) + zkl__place(t, 2, 1, NULL, NULL),
+              ==, 1);
+    free(t);
+  }
+  free(e);
+}
+
 static void test_names(void) {
   char big[ZKL_NAME_MAX + 2];
   memset(big, 'n', sizeof big - 1);
@@ -77,6 +114,8 @@ static void test_errors(void) {
   /* codes are part of the ABI: never renumbered */
   CHECK_INT(ZKL_EINVAL, ==, -1001);
   CHECK_INT(ZKL_ELOST, ==, -1007);
+  CHECK_INT(ZKL_EREVOKED, ==, -1014);
+  CHECK_INT(ZKL_EDEADLK, ==, -1017);
   CHECK_STR(zkl_lock_state_name(ZKL_STATE_AT_RISK), "AT_RISK");
   CHECK_STR(zkl_lock_state_name(99), "UNKNOWN");
   CHECK_STR(zkl_version(), ZKL_VERSION_STRING);
@@ -150,6 +189,7 @@ static void test_handles(void) {
 int main(void) {
   RUN(test_seq_parse);
   RUN(test_serial_order);
+  RUN(test_place);
   RUN(test_names);
   RUN(test_errors);
   RUN(test_guid_and_data);

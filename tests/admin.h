@@ -1,0 +1,182 @@
+/* admin.h: what the integration tests in C share: the ensemble from
+ * ZKL_TEST_SERVERS, per-test roots, and an independent ZooKeeper handle
+ * ("admin") that inspects and damages the tree the way an operator or a
+ * hostile co-tenant would. Included by one test program each. */
+#ifndef ZKLOCK_TEST_ADMIN_H
+#define ZKLOCK_TEST_ADMIN_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <unistd.h>
+#include <zookeeper/zookeeper.h>
+
+#include "check.h"
+#include "zklock.h"
+
+static const char *servers;
+static zhandle_t *admin;
+static int root_no;
+static char root[128];
+static const char *root_tag = "zkltest";
+
+static void admin_watcher(zhandle_t *zh, int type, int state, const char *p,
+                          void *ctx) {
+  (void)zh, (void)type, (void)state, (void)p, (void)ctx;
+}
+
+static void quiet_zk_log(const char *m) { (void)m; }
+
+static void new_root(void) {
+  snprintf(root, sizeof root, "/%s-%ld-%d", root_tag, (long)getpid(),
+           ++root_no);
+}
+
+static zkl_client_t *client(int session_ms) {
+  zkl_client_t *c = NULL;
+  zkl_client_options_t o = {0};
+  o.session_timeout_ms = session_ms;
+  CHECK_RC(zkl_client_create(&c, servers, &o), ZKL_OK);
+  if (!c) {
+    fprintf(stderr, "cannot connect to %s\n", servers);
+    exit(1);
+  }
+  return c;
+}
+
+static zkl_mutex_t *mutex(zkl_client_t *c, const char *name) {
+  zkl_mutex_t *m = NULL;
+  zkl_mutex_options_t o = {0};
+  o.root = root;
+  CHECK_RC(zkl_mutex_create(&m, c, name, &o), ZKL_OK);
+  return m;
+}
+
+static pthread_mutex_t sync_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sync_cv = PTHREAD_COND_INITIALIZER;
+static int sync_done;
+
+static void on_sync(int rc, const char *v, const void *d) {
+  (void)rc, (void)v, (void)d;
+  pthread_mutex_lock(&sync_mu);
+  sync_done = 1;
+  pthread_cond_broadcast(&sync_cv);
+  pthread_mutex_unlock(&sync_mu);
+}
+
+/* The admin reads from its own server, which may lag the leader: sync
+ * first, as ZooKeeper requires for reading another session's writes. */
+static void admin_sync(const char *path) {
+  sync_done = 0;
+  if (zoo_async(admin, path, on_sync, NULL) != ZOK)
+    return;
+  pthread_mutex_lock(&sync_mu);
+  while (!sync_done)
+    pthread_cond_wait(&sync_cv, &sync_mu);
+  pthread_mutex_unlock(&sync_mu);
+}
+
+/* Number of children of root/name as the admin sees them (-1: no parent). */
+static int queue_len(const char *name) {
+  char path[256];
+  struct String_vector v;
+  int n, rc;
+  snprintf(path, sizeof path, "%s/%s", root, name);
+  admin_sync(path);
+  rc = zoo_get_children(admin, path, 0, &v);
+  if (rc == ZNONODE)
+    return -1;
+  if (rc != ZOK)
+    return -2;
+  n = v.count;
+  deallocate_String_vector(&v);
+  return n;
+}
+
+static void cleanup_tree(const char *path) {
+  struct String_vector v;
+  int i;
+  if (zoo_get_children(admin, path, 0, &v) == ZOK) {
+    for (i = 0; i < v.count; i++) {
+      char child[512];
+      snprintf(child, sizeof child, "%s/%s", path, v.data[i]);
+      cleanup_tree(child);
+    }
+    deallocate_String_vector(&v);
+  }
+  zoo_delete(admin, path, -1);
+}
+
+/* State callbacks, recorded. */
+struct states {
+  pthread_mutex_t mu;
+  int seen[8];
+  int n;
+};
+
+static void on_state(zkl_mutex_t *m, int state, uint64_t token, void *ctx) {
+  struct states *s = ctx;
+  (void)m, (void)token;
+  pthread_mutex_lock(&s->mu);
+  if (s->n < 8)
+    s->seen[s->n++] = state;
+  pthread_mutex_unlock(&s->mu);
+}
+
+static int last_state(struct states *s) {
+  int v;
+  pthread_mutex_lock(&s->mu);
+  v = s->n ? s->seen[s->n - 1] : -1;
+  pthread_mutex_unlock(&s->mu);
+  return v;
+}
+
+/* Log lines, recorded. */
+struct logbuf {
+  pthread_mutex_t mu;
+  char text[4096];
+};
+
+static void log_hook(void *ctx, int level, const char *msg) {
+  struct logbuf *b = ctx;
+  pthread_mutex_lock(&b->mu);
+  if (level >= ZKL_LOG_ERROR && level <= ZKL_LOG_DEBUG &&
+      strlen(b->text) + strlen(msg) + 2 < sizeof b->text) {
+    strcat(b->text, msg);
+    strcat(b->text, "\n");
+  }
+  pthread_mutex_unlock(&b->mu);
+}
+
+static int log_has(struct logbuf *b, const char *what) {
+  int v;
+  pthread_mutex_lock(&b->mu);
+  v = strstr(b->text, what) != NULL;
+  pthread_mutex_unlock(&b->mu);
+  return v;
+}
+
+/* Connects the admin; exits 77 (skip) without an ensemble. */
+static void admin_open(void) {
+  servers = getenv("ZKL_TEST_SERVERS");
+  if (!servers || !*servers) {
+    fprintf(stderr, "ZKL_TEST_SERVERS is not set: skipping\n");
+    exit(77);
+  }
+  zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+  admin = zookeeper_init2(servers, admin_watcher, 10000, NULL, NULL, 0,
+                          quiet_zk_log);
+  if (!admin)
+    exit(1);
+}
+
+/* Removes every root the tests made, then closes the admin. */
+static void admin_close(void) {
+  int i;
+  for (i = 1; i <= root_no; i++) {
+    snprintf(root, sizeof root, "/%s-%ld-%d", root_tag, (long)getpid(), i);
+    cleanup_tree(root);
+  }
+  zookeeper_close(admin);
+}
+
+#endif

@@ -1,0 +1,422 @@
+/* test_hostile.c: zklock against a co-tenant that misbehaves, on a real
+ * ensemble (ZKL_TEST_SERVERS): nodes planted under a lock, held and
+ * waiting nodes deleted, rewritten, or deleted and re-created, and API
+ * misuse (fork, two objects for one lock, a past deadline on first use,
+ * destroy while in use). The admin handle of admin.h is the co-tenant. */
+#include <signal.h>
+#include <stdint.h>
+#include <sys/wait.h>
+
+#include "admin.h"
+
+static zkl_mutex_t *mutex_with(zkl_client_t *c, const char *name,
+                               unsigned flags, struct states *st) {
+  zkl_mutex_t *m = NULL;
+  zkl_mutex_options_t o = {0};
+  o.root = root;
+  o.flags = flags;
+  o.state_fn = st ? on_state : NULL;
+  o.state_ctx = st;
+  CHECK_RC(zkl_mutex_create(&m, c, name, &o), ZKL_OK);
+  return m;
+}
+
+/* Creates root/name (persistent) so that nodes can be planted in it. */
+static void make_dir(const char *name) {
+  char path[256];
+  zoo_create(admin, root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+  snprintf(path, sizeof path, "%s/%s", root, name);
+  zoo_create(admin, path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+}
+
+static int plant(const char *name, const char *child, int flags) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s/%s", root, name, child);
+  return zoo_create(admin, path, "x", 1, &ZOO_OPEN_ACL_UNSAFE, flags, NULL, 0);
+}
+
+static int exists(const char *path) {
+  admin_sync(path);
+  return zoo_exists(admin, path, 0, NULL) == ZOK;
+}
+
+/* Item 1: names whose sequences span 2^31 must not make a second holder
+ * (serial order is not transitive there; a sort went wrong). */
+static void test_sequences_spanning_2_31(void) {
+  zkl_client_t *a = client(10000), *b = client(10000);
+  zkl_mutex_t *ma, *mb;
+  zkl_contender_t *list = NULL;
+  size_t n = 0;
+  int i;
+  new_root();
+  make_dir("wrap");
+  ma = mutex(a, "wrap");
+  mb = mutex(b, "wrap");
+  CHECK_RC(zkl_mutex_lock(ma), ZKL_OK);
+  CHECK_INT(plant("wrap", "zz-lock--2147483647", ZOO_EPHEMERAL), ==, ZOK);
+  CHECK_INT(plant("wrap", "zz-lock-2147483647", ZOO_EPHEMERAL), ==, ZOK);
+  CHECK_INT(plant("wrap", "zz-lock--1073741824", ZOO_EPHEMERAL), ==, ZOK);
+  for (i = 0; i < 5; i++) /* each try joins at a new sequence */
+    CHECK_RC(zkl_mutex_trylock(mb), ZKL_EBUSY);
+  /* the listing puts the planted nodes that precede the holder's node
+   * (by the contenders' own rule) first; it still lists every node once */
+  CHECK_RC(zkl_mutex_queue(b, root, "wrap", &list, &n), ZKL_OK);
+  CHECK_INT(n, ==, 4);
+  for (i = 0; i < (int)n; i++)
+    if (list[i].owner == zkl_client_session_id(a))
+      break;
+  CHECK_INT(i, <, (int)n);
+  zkl_contenders_free(list, n);
+  CHECK_RC(zkl_mutex_unlock(ma), ZKL_OK);
+  zkl_mutex_destroy(ma);
+  zkl_mutex_destroy(mb);
+  zkl_client_destroy(a);
+  zkl_client_destroy(b);
+}
+
+/* Item 2: a persistent node with a contender's name is not waited for. */
+static void test_persistent_node_not_waited_for(void) {
+  static struct logbuf lb = {PTHREAD_MUTEX_INITIALIZER, ""};
+  zkl_client_options_t o = {0};
+  zkl_client_t *c = NULL;
+  zkl_mutex_t *m;
+  zkl_election_t *e = NULL;
+  zkl_election_options_t eo = {0};
+  zkl_contender_t *list = NULL;
+  size_t n = 0;
+  new_root();
+  o.log_fn = log_hook;
+  o.log_ctx = &lb;
+  CHECK_RC(zkl_client_create(&c, servers, &o), ZKL_OK);
+  make_dir("planted");
+  CHECK_INT(plant("planted", "operator-lock-0000000000", 0), ==, ZOK);
+  m = mutex(c, "planted");
+  CHECK_RC(zkl_mutex_timedlock(m, zkl_now_ms() + 5000), ZKL_OK);
+  WAIT_FOR(log_has(&lb, "not ephemeral"), 2000);
+  CHECK(log_has(&lb, "not ephemeral"));
+  CHECK_RC(zkl_mutex_queue(c, root, "planted", &list, &n), ZKL_OK);
+  CHECK_INT(n, ==, 2);
+  if (n == 2) {
+    CHECK_INT(list[0].owner, ==, zkl_client_session_id(c));
+    CHECK_INT(list[1].owner, ==, 0);
+  }
+  zkl_contenders_free(list, n);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  /* and again: the second acquire knows the node already */
+  CHECK_RC(zkl_mutex_timedlock(m, zkl_now_ms() + 5000), ZKL_OK);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  zkl_mutex_destroy(m);
+  /* an election likewise */
+  make_dir("elect");
+  CHECK_INT(plant("elect", "operator-elect-0000000000", 0), ==, ZOK);
+  eo.root = root;
+  CHECK_RC(zkl_election_create(&e, c, "elect", "me", &eo), ZKL_OK);
+  CHECK_RC(zkl_election_wait(e, zkl_now_ms() + 5000), ZKL_OK);
+  CHECK_RC(zkl_election_resign(e), ZKL_OK);
+  CHECK_RC(zkl_election_destroy(e), ZKL_OK);
+  zkl_client_destroy(c);
+}
+
+/* Item 3a: deleted and re-created under our name before the hold's watch
+ * was set: the watch's read finds a node, but not ours. */
+static void test_recreated_hold_is_lost(void) {
+  zkl_client_t *c = client(10000);
+  struct states st = {PTHREAD_MUTEX_INITIALIZER, {0}, 0};
+  zkl_mutex_t *m;
+  char path[256];
+  new_root();
+  m = mutex_with(c, "recreate", 0, &st);
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  CHECK_RC(zkl_mutex_node_path(m, path, sizeof path), ZKL_OK);
+  CHECK_INT(zoo_delete(admin, path, -1), ==, ZOK);
+  CHECK_INT(zoo_create(admin, path, "evil", 4, &ZOO_OPEN_ACL_UNSAFE,
+                       ZOO_EPHEMERAL, NULL, 0), ==, ZOK);
+  WAIT_FOR(zkl_mutex_state(m) == ZKL_STATE_LOST, 3000);
+  CHECK_INT(zkl_mutex_state(m), ==, ZKL_STATE_LOST);
+  WAIT_FOR(last_state(&st) == ZKL_STATE_LOST, 2000);
+  CHECK_INT(last_state(&st), ==, ZKL_STATE_LOST);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_ELOST);
+  CHECK(exists(path)); /* not ours: left alone */
+  zoo_delete(admin, path, -1);
+  zkl_mutex_destroy(m);
+  zkl_client_destroy(c);
+}
+
+/* Item 3b: a rewrite of a held node spends its watch; the watch is set
+ * again, so a later delete is still reported. */
+static void test_rewrite_keeps_watch(void) {
+  zkl_client_t *c = client(10000);
+  struct states st = {PTHREAD_MUTEX_INITIALIZER, {0}, 0};
+  zkl_mutex_t *m;
+  char path[256];
+  new_root();
+  m = mutex_with(c, "rewrite", 0, &st);
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  usleep(400000); /* past the delay before a hold's watch */
+  CHECK_RC(zkl_mutex_node_path(m, path, sizeof path), ZKL_OK);
+  CHECK_INT(zoo_set(admin, path, "rewritten", 9, -1), ==, ZOK);
+  usleep(300000);
+  CHECK_INT(zkl_mutex_state(m), ==, ZKL_STATE_HELD);
+  CHECK_INT(zoo_set(admin, path, "again", 5, -1), ==, ZOK);
+  usleep(300000);
+  CHECK_INT(zkl_mutex_state(m), ==, ZKL_STATE_HELD);
+  CHECK_INT(zoo_delete(admin, path, -1), ==, ZOK);
+  WAIT_FOR(zkl_mutex_state(m) == ZKL_STATE_LOST, 3000);
+  CHECK_INT(zkl_mutex_state(m), ==, ZKL_STATE_LOST);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_ELOST);
+  /* a rewritten node that is still ours is released normally */
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  CHECK_RC(zkl_mutex_node_path(m, path, sizeof path), ZKL_OK);
+  CHECK_INT(zoo_set(admin, path, "rewritten", 9, -1), ==, ZOK);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  CHECK(!exists(path));
+  zkl_mutex_destroy(m);
+  zkl_client_destroy(c);
+}
+
+/* Item 3c: without the own-node watch, unlock still checks identity. */
+static void test_no_watch_unlock_checks_identity(void) {
+  zkl_client_t *c = client(10000);
+  zkl_mutex_t *m;
+  char path[256];
+  new_root();
+  m = mutex_with(c, "nowatch", ZKL_MUTEX_NO_NODE_WATCH, NULL);
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  usleep(300000);
+  CHECK_RC(zkl_mutex_node_path(m, path, sizeof path), ZKL_OK);
+  CHECK_INT(zoo_delete(admin, path, -1), ==, ZOK);
+  CHECK_INT(zoo_create(admin, path, "evil", 4, &ZOO_OPEN_ACL_UNSAFE, 0, NULL,
+                       0), ==, ZOK);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_ELOST);
+  zoo_delete(admin, path, -1);
+  /* zkl_mutex_verify() tells at once, without unlocking */
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  CHECK_RC(zkl_mutex_verify(m), ZKL_OK);
+  CHECK_RC(zkl_mutex_node_path(m, path, sizeof path), ZKL_OK);
+  CHECK_INT(zoo_delete(admin, path, -1), ==, ZOK);
+  CHECK_RC(zkl_mutex_verify(m), ZKL_ELOST);
+  CHECK_INT(zkl_mutex_state(m), ==, ZKL_STATE_LOST);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_ELOST);
+  zkl_mutex_destroy(m);
+  zkl_client_destroy(c);
+}
+
+struct waiter {
+  zkl_mutex_t *m;
+  int rc;
+};
+
+static void *lock_thread(void *arg) {
+  struct waiter *w = arg;
+  w->rc = zkl_mutex_timedlock(w->m, zkl_now_ms() + 20000);
+  if (w->rc == ZKL_OK)
+    zkl_mutex_unlock(w->m);
+  return NULL;
+}
+
+/* Finds the queue's node that is not `mine` (a full path). */
+static int other_node(const char *name, const char *mine, char *out,
+                      size_t size) {
+  char dir[200];
+  struct String_vector v;
+  int i, found = 0;
+  snprintf(dir, sizeof dir, "%s/%s", root, name);
+  admin_sync(dir);
+  if (zoo_get_children(admin, dir, 0, &v) != ZOK)
+    return 0;
+  for (i = 0; i < v.count && !found; i++)
+    if (!strstr(mine, v.data[i])) {
+      snprintf(out, size, "%s/%s", dir, v.data[i]);
+      found = 1;
+    }
+  deallocate_String_vector(&v);
+  return found;
+}
+
+/* Item 4: a waiting node deleted while its session lives ends the acquire
+ * with ZKL_EREVOKED, at once, instead of a silent re-join at the tail. */
+static void test_waiting_node_deleted_is_revoked(void) {
+  zkl_client_t *a = client(10000), *b = client(10000);
+  zkl_mutex_t *ma, *mb;
+  struct waiter w = {0};
+  pthread_t t;
+  char mine[256], theirs[512];
+  int64_t t0;
+  new_root();
+  ma = mutex(a, "revoke");
+  mb = mutex(b, "revoke");
+  CHECK_RC(zkl_mutex_lock(ma), ZKL_OK);
+  CHECK_RC(zkl_mutex_node_path(ma, mine, sizeof mine), ZKL_OK);
+  w.m = mb;
+  pthread_create(&t, NULL, lock_thread, &w);
+  WAIT_FOR(queue_len("revoke") == 2, 5000);
+  usleep(200000); /* its watches are set */
+  CHECK(other_node("revoke", mine, theirs, sizeof theirs));
+  t0 = zkl_now_ms();
+  CHECK_INT(zoo_delete(admin, theirs, -1), ==, ZOK);
+  pthread_join(t, NULL);
+  CHECK_RC(w.rc, ZKL_EREVOKED);
+  CHECK_INT(zkl_now_ms() - t0, <, 5000); /* not when the holder leaves */
+  CHECK_INT(queue_len("revoke"), ==, 1);
+  CHECK_INT(zkl_mutex_state(ma), ==, ZKL_STATE_HELD);
+  CHECK_RC(zkl_mutex_unlock(ma), ZKL_OK);
+  CHECK_RC(zkl_mutex_lock(mb), ZKL_OK); /* and it may queue again */
+  CHECK_RC(zkl_mutex_unlock(mb), ZKL_OK);
+  zkl_mutex_destroy(ma);
+  zkl_mutex_destroy(mb);
+  zkl_client_destroy(a);
+  zkl_client_destroy(b);
+}
+
+/* Item 5: objects inherited across fork() answer ZKL_EFORKED at once. */
+static void test_fork(void) {
+  zkl_client_t *c = client(10000);
+  zkl_mutex_t *m;
+  pid_t pid;
+  int status = -1;
+  new_root();
+  m = mutex(c, "fork");
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  pid = fork();
+  if (pid == 0) {
+    int bad = 0;
+    uint64_t tok;
+    alarm(10); /* a hang is a failure, not a stuck test */
+    bad |= zkl_mutex_lock(m) != ZKL_EFORKED;
+    bad |= zkl_mutex_unlock(m) != ZKL_EFORKED;
+    bad |= zkl_mutex_trylock(m) != ZKL_EFORKED;
+    bad |= zkl_mutex_token(m, &tok) != ZKL_EFORKED;
+    bad |= zkl_mutex_state(m) != ZKL_EFORKED;
+    bad |= zkl_mutex_destroy(m) != ZKL_EFORKED;
+    bad |= zkl_client_state(c) != ZKL_EFORKED;
+    bad |= zkl_client_destroy(c) != ZKL_EFORKED;
+    _exit(bad);
+  }
+  CHECK(pid > 0);
+  waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  CHECK_INT(zkl_mutex_state(m), ==, ZKL_STATE_HELD);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  zkl_mutex_destroy(m);
+  zkl_client_destroy(c);
+}
+
+/* Item 6: a past deadline on a free lock whose parent does not exist yet
+ * behaves like trylock: it takes the lock. */
+static void test_past_deadline_first_use(void) {
+  zkl_client_t *c = client(10000);
+  zkl_mutex_t *m;
+  new_root();
+  m = mutex(c, "first-use");
+  CHECK_INT(queue_len("first-use"), ==, -1);
+  CHECK_RC(zkl_mutex_timedlock(m, 0), ZKL_OK);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  zkl_mutex_destroy(m);
+  zkl_client_destroy(c);
+}
+
+struct campaign {
+  zkl_election_t *e;
+  int rc;
+};
+
+static void *wait_thread(void *arg) {
+  struct campaign *k = arg;
+  k->rc = zkl_election_wait(k->e, zkl_now_ms() + 20000);
+  return NULL;
+}
+
+/* Item 7: destroy refuses while another thread waits on the election. */
+static void test_election_destroy_busy(void) {
+  zkl_client_t *a = client(10000), *b = client(10000);
+  zkl_election_t *ea = NULL, *eb = NULL;
+  zkl_election_options_t o = {0};
+  struct campaign k = {0};
+  pthread_t t;
+  new_root();
+  o.root = root;
+  CHECK_RC(zkl_election_create(&ea, a, "busy", "a", &o), ZKL_OK);
+  CHECK_RC(zkl_election_create(&eb, b, "busy", "b", &o), ZKL_OK);
+  CHECK_RC(zkl_election_wait(ea, zkl_now_ms() + 5000), ZKL_OK);
+  k.e = eb;
+  pthread_create(&t, NULL, wait_thread, &k);
+  WAIT_FOR(queue_len("busy") == 2, 5000);
+  CHECK_RC(zkl_election_destroy(eb), ZKL_EBUSY);
+  CHECK_RC(zkl_election_resign(ea), ZKL_OK);
+  pthread_join(t, NULL);
+  CHECK_RC(k.rc, ZKL_OK);
+  CHECK_RC(zkl_election_destroy(eb), ZKL_OK);
+  CHECK_RC(zkl_election_destroy(ea), ZKL_OK);
+  zkl_client_destroy(a);
+  zkl_client_destroy(b);
+}
+
+/* Item 8: a thread that holds a lock through one object and locks it
+ * through another would wait for itself: ZKL_EDEADLK at once. */
+static void test_two_objects_one_thread(void) {
+  zkl_client_t *a = client(10000), *b = client(10000);
+  zkl_mutex_t *m1, *m2, *m3;
+  new_root();
+  m1 = mutex(a, "dl");
+  m2 = mutex(a, "dl");
+  m3 = mutex(b, "dl");
+  CHECK_RC(zkl_mutex_lock(m1), ZKL_OK);
+  CHECK_RC(zkl_mutex_lock(m2), ZKL_EDEADLK);
+  CHECK_RC(zkl_mutex_lock(m3), ZKL_EDEADLK);
+  CHECK_RC(zkl_mutex_trylock(m3), ZKL_EBUSY);
+  CHECK_INT(queue_len("dl"), ==, 1);
+  CHECK_RC(zkl_mutex_unlock(m1), ZKL_OK);
+  CHECK_RC(zkl_mutex_lock(m2), ZKL_OK);
+  CHECK_RC(zkl_mutex_unlock(m2), ZKL_OK);
+  zkl_mutex_destroy(m1);
+  zkl_mutex_destroy(m2);
+  zkl_mutex_destroy(m3);
+  zkl_client_destroy(a);
+  zkl_client_destroy(b);
+}
+
+/* Resign vouches for the term: a deleted leader node gives ZKL_ELOST. */
+static void test_resign_verdict(void) {
+  zkl_client_t *c = client(10000);
+  zkl_election_t *e = NULL;
+  zkl_election_options_t o = {0};
+  zkl_contender_t *list = NULL;
+  size_t n = 0;
+  char path[512];
+  new_root();
+  o.root = root;
+  CHECK_RC(zkl_election_create(&e, c, "verdict", "me", &o), ZKL_OK);
+  CHECK_RC(zkl_election_wait(e, zkl_now_ms() + 5000), ZKL_OK);
+  CHECK_RC(zkl_election_verify(e), ZKL_OK);
+  CHECK_RC(zkl_election_resign(e), ZKL_OK);
+  CHECK_RC(zkl_election_wait(e, zkl_now_ms() + 5000), ZKL_OK);
+  CHECK_RC(zkl_election_candidates(c, root, "verdict", &list, &n), ZKL_OK);
+  CHECK_INT(n, ==, 1);
+  if (n == 1) {
+    snprintf(path, sizeof path, "%s/verdict/%s", root, list[0].node);
+    CHECK_INT(zoo_delete(admin, path, -1), ==, ZOK);
+  }
+  zkl_contenders_free(list, n);
+  CHECK_RC(zkl_election_verify(e), ZKL_ELOST);
+  CHECK_RC(zkl_election_resign(e), ZKL_ELOST);
+  CHECK_RC(zkl_election_destroy(e), ZKL_OK);
+  zkl_client_destroy(c);
+}
+
+int main(void) {
+  root_tag = "zklhostile";
+  admin_open();
+  RUN(test_sequences_spanning_2_31);
+  RUN(test_persistent_node_not_waited_for);
+  RUN(test_recreated_hold_is_lost);
+  RUN(test_rewrite_keeps_watch);
+  RUN(test_no_watch_unlock_checks_identity);
+  RUN(test_waiting_node_deleted_is_revoked);
+  RUN(test_fork);
+  RUN(test_past_deadline_first_use);
+  RUN(test_election_destroy_busy);
+  RUN(test_two_objects_one_thread);
+  RUN(test_resign_verdict);
+  admin_close();
+  return CHECK_DONE();
+}
