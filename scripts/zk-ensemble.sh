@@ -38,6 +38,11 @@
 # Only PIDs recorded by this script are ever signalled, and only after
 # /proc confirms they still run this ensemble's zoo.cfg: other people's
 # ZooKeeper JVMs on the same machine are never touched.
+#
+# Every node knows a super user, so that tests can remove trees whose ACLs
+# shut out everyone else: a session that calls
+#   zoo_add_auth(zh, "digest", "super:zklock-test-super", ...)
+# bypasses all ACLs. The password is public and for test ensembles only.
 # Makefiles run us as $(SHELL) script, i.e. often dash: switch to bash.
 if [ -z "${BASH_VERSION:-}" ]; then exec bash "$0" "$@"; fi
 set -eu
@@ -55,12 +60,19 @@ J=/usr/share/java
 # service, so build the server classpath from the jars it depends on.
 SERVER_CP=$J/zookeeper.jar:$J/zookeeper-jute.jar:$J/slf4j-api.jar:$J/slf4j-simple.jar:$J/netty-buffer.jar:$J/netty-codec.jar:$J/netty-common.jar:$J/netty-handler.jar:$J/netty-resolver.jar:$J/netty-transport.jar:$J/netty-transport-native-epoll.jar:$J/netty-transport-native-unix-common.jar:$J/metrics-core.jar:$J/snappy-java.jar:$J/commons-io.jar:$J/commons-cli.jar
 
+# The super user of the header comment. ZooKeeper wants the digest, not the
+# password: base64(sha1("super:zklock-test-super")), computed once with
+#   python3 -c 'import base64, hashlib; print(base64.b64encode(
+#     hashlib.sha1(b"super:zklock-test-super").digest()).decode())'
+SUPER_DIGEST=super:VBgGM0yVI2N64eWfTnvWeUWwxKw=
+
 # Small heap and serial GC: 3 JVMs must fit comfortably on a 2-core CI box.
 # C1-only JIT and no perf data cut JVM start-up time and /tmp litter.
 # Empty container nodes are reaped every second instead of every minute, so
 # that tests can see zklock's lock directories are containers.
 JVM_OPTS=(-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData
   -Dznode.container.checkIntervalMs=1000
+  -Dzookeeper.DigestAuthenticationProvider.superDigest="$SUPER_DIGEST"
   -Djava.net.preferIPv4Stack=true
   -Dzookeeper.jmx.log4j.disable=true
   -Dorg.slf4j.simpleLogger.defaultLogLevel=info
