@@ -216,6 +216,15 @@ check_file() {
     fi
   done
 
+  # tests authenticate as the loopback ensemble's super user to clean up
+  want_super=$(sed -n 's/^SUPER_DIGEST=//p' "$root/scripts/zk-ensemble.sh")
+  for svc in $services; do
+    case " $(env_of "$svc" JVMFLAGS) " in
+      *" -Dzookeeper.DigestAuthenticationProvider.superDigest=$want_super "*) ok ;;
+      *) fail "$svc: JVMFLAGS must set the superDigest of scripts/zk-ensemble.sh ($want_super)" ;;
+    esac
+  done
+
   # the connect string documented at the top must match the published ports
   doc=$(sed -n 's/^#.*[Cc]onnect string: *//p' "$f" | head -n 1)
   want=$(printf '%s\n' "${!port_owner[@]}" | sort -n | sed 's/^/127.0.0.1:/' | paste -sd, -)
@@ -263,6 +272,7 @@ self_test() {
   self_test_one mismatched-servers awk '/ZOO_SERVERS/ && ++n == 2 { sub(/server\.3=zoo3:2888/, "server.3=zoo3:2889") } { print }'
   # all lists still agree, but server.1 names a host that is not id 1
   self_test_one wrong-host sed 's/server\.1=zoo1/server.1=zoo2/g'
+  self_test_one wrong-super-user sed '0,/superDigest=super:/s/superDigest=super:/superDigest=root:/'
   self_test_one public-port sed 's/"127\.0\.0\.1:2183:2181"/"2183:2181"/'
   self_test_one wrong-image sed '0,/zookeeper:3\.8/s/zookeeper:3\.8/zookeeper:3.7/'
   # shellcheck disable=SC2016 # $a is sed's append command
