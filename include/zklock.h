@@ -281,11 +281,12 @@ enum {
   /* Do not watch our own lock node while holding. By default a hold that
    * lasts 100 ms gets a watch on its node (one read request), so that a
    * delete, or a delete and re-create under the same name, by someone else
-   * is reported as LOST at once, and so is a rewrite of its data; a waiter
-   * that took the lock by hand-off has that watch from its wait. With this
-   * flag such a hold learns of a delete or re-create only at reconnection
-   * or at unlock (which then returns ZKL_ELOST), and is not told of a
-   * rewrite at all. */
+   * is reported as LOST at once; a waiter that took the lock by hand-off
+   * has that watch from its wait. A rewrite of the node's data is not a
+   * loss (the node is still ours): the watch is set again, so a later
+   * delete is still reported. With this flag a hold learns of a delete or
+   * re-create only at reconnection, zkl_mutex_verify() or unlock (which
+   * then returns ZKL_ELOST). */
   ZKL_MUTEX_NO_NODE_WATCH = 1 << 0
 };
 
@@ -381,12 +382,12 @@ ZKL_EXTERN int zkl_mutex_timedlock(zkl_mutex_t *mutex, int64_t deadline_ms);
  * ZKL_OK from the last level means the hold was still ours when unlock was
  * called: our node was there, with our creation zxid and our session as
  * its owner. A node deleted (or deleted and re-created by another client)
- * gives ZKL_ELOST. A hold whose own-node watch is set learns of such a
- * change from the watch and deletes nothing; otherwise (a hold shorter
- * than 100 ms, or ZKL_MUTEX_NO_NODE_WATCH) the identity is read in the
- * same round trip as the delete, so a node another client re-created
- * under our name (a name only we may use) is deleted too, and unlock
- * reports ZKL_ELOST. If the delete fails for want of a connection, unlock waits for the
+ * gives ZKL_ELOST: unlock sends a sync ahead of its delete, so whatever
+ * anyone committed before the call is judged, and reads the node's
+ * identity in the same round trip unless its own-node watch vouches for
+ * it. A node another client re-created under our name (a name only we
+ * may use) in that instant is deleted by the same round trip; a node
+ * already known not to be ours is never deleted. If the delete fails for want of a connection, unlock waits for the
  * session's fate: reconnected (ZKL_OK), expired, or still disconnected after
  * about a third of the session timeout (ZKL_ELOST). So a process stopped
  * past its session timeout inside the critical section (a debugger, a VM

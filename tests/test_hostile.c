@@ -174,6 +174,113 @@ static void test_rewrite_keeps_watch(void) {
   zkl_client_destroy(c);
 }
 
+/* A thread that takes a lock, says so, and unlocks when told. */
+struct holder {
+  zkl_mutex_t *m;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int held, go, rc, unlock_rc;
+  char path[256];
+};
+
+static void *hold_thread(void *arg) {
+  struct holder *h = arg;
+  int rc = zkl_mutex_timedlock(h->m, zkl_now_ms() + 20000);
+  if (rc == ZKL_OK)
+    zkl_mutex_node_path(h->m, h->path, sizeof h->path);
+  pthread_mutex_lock(&h->mu);
+  h->rc = rc;
+  h->held = 1;
+  pthread_cond_broadcast(&h->cv);
+  while (rc == ZKL_OK && !h->go)
+    pthread_cond_wait(&h->cv, &h->mu);
+  pthread_mutex_unlock(&h->mu);
+  if (rc == ZKL_OK)
+    h->unlock_rc = zkl_mutex_unlock(h->m);
+  return NULL;
+}
+
+/* hostile.itest's proxy: writing "delay" holds every chunk it forwards. */
+static void proxy_delay(int on) {
+  const char *dir = getenv("ZKL_TEST_PROXY_DIR");
+  char path[512];
+  FILE *f;
+  if (!dir)
+    return;
+  snprintf(path, sizeof path, "%s/delay", dir);
+  if (!on) {
+    unlink(path);
+    usleep(400000); /* chunks held under the old delay drain */
+    return;
+  }
+  f = fopen(path, "w");
+  if (f) {
+    fputs("300 0 0 0\n", f);
+    fclose(f);
+  }
+  usleep(100000); /* the proxy polls for the file */
+}
+
+/* A delete and re-create committed just before unlock, on a hold whose
+ * own-node watch is set (taken by hand-off): the event reaches the holder
+ * only after its unlock began (its link is slowed by the proxy, as a
+ * lagging server would), and its delete then removes the re-created node
+ * without an error. The unlock must still say ZKL_ELOST. */
+static void test_recreate_just_before_unlock(void) {
+  const char *via = getenv("ZKL_TEST_PROXY");
+  zkl_client_t *a = client(10000), *b = NULL;
+  zkl_client_options_t o = {0};
+  zkl_mutex_t *ma, *mb;
+  int i, lost = 0;
+  if (!via)
+    printf("# no ZKL_TEST_PROXY: the late event is not forced\n");
+  o.session_timeout_ms = 10000;
+  CHECK_RC(zkl_client_create(&b, via ? via : servers, &o), ZKL_OK);
+  if (!b)
+    return;
+  new_root();
+  ma = mutex(a, "race");
+  mb = mutex(b, "race");
+  for (i = 0; i < 3; i++) {
+    struct holder h = {0};
+    pthread_t t;
+    pthread_mutex_init(&h.mu, NULL);
+    pthread_cond_init(&h.cv, NULL);
+    h.m = mb;
+    CHECK_RC(zkl_mutex_lock(ma), ZKL_OK);
+    pthread_create(&t, NULL, hold_thread, &h);
+    WAIT_FOR(queue_len("race") == 2, 5000);
+    usleep(50000); /* its watches are set */
+    CHECK_RC(zkl_mutex_unlock(ma), ZKL_OK);
+    pthread_mutex_lock(&h.mu);
+    while (!h.held)
+      pthread_cond_wait(&h.cv, &h.mu);
+    pthread_mutex_unlock(&h.mu);
+    CHECK_RC(h.rc, ZKL_OK);
+    if (h.rc == ZKL_OK) {
+      proxy_delay(1);
+      CHECK_INT(zoo_delete(admin, h.path, -1), ==, ZOK);
+      CHECK_INT(zoo_create(admin, h.path, "evil", 4, &ZOO_OPEN_ACL_UNSAFE, 0,
+                           NULL, 0), ==, ZOK);
+    }
+    pthread_mutex_lock(&h.mu);
+    h.go = 1;
+    pthread_cond_broadcast(&h.cv);
+    pthread_mutex_unlock(&h.mu);
+    pthread_join(t, NULL);
+    proxy_delay(0);
+    lost += h.unlock_rc == ZKL_ELOST;
+    zoo_delete(admin, h.path, -1);
+    pthread_mutex_destroy(&h.mu);
+    pthread_cond_destroy(&h.cv);
+  }
+  CHECK_INT(lost, ==, 3);
+  zkl_mutex_destroy(ma);
+  zkl_mutex_destroy(mb);
+  zkl_client_destroy(a);
+  zkl_client_destroy(b);
+}
+
 /* Item 3c: without the own-node watch, unlock still checks identity. */
 static void test_no_watch_unlock_checks_identity(void) {
   zkl_client_t *c = client(10000);
@@ -410,6 +517,7 @@ int main(void) {
   RUN(test_persistent_node_not_waited_for);
   RUN(test_recreated_hold_is_lost);
   RUN(test_rewrite_keeps_watch);
+  RUN(test_recreate_just_before_unlock);
   RUN(test_no_watch_unlock_checks_identity);
   RUN(test_waiting_node_deleted_is_revoked);
   RUN(test_fork);
