@@ -385,9 +385,10 @@ ZKL_EXTERN int zkl_mutex_timedlock(zkl_mutex_t *mutex, int64_t deadline_ms);
  * gives ZKL_ELOST: unlock sends a sync ahead of its delete, so whatever
  * anyone committed before the call is judged, and reads the node's
  * identity in the same round trip unless its own-node watch vouches for
- * it. A node another client re-created under our name (a name only we
- * may use) in that instant is deleted by the same round trip; a node
- * already known not to be ours is never deleted. If the delete fails for want of a connection, unlock waits for the
+ * it. A node another client deleted and re-created under our name (a
+ * name only we may use) before we heard of it is deleted by that round
+ * trip, which also reports the loss; a node already known not to be ours
+ * is never deleted. If the delete fails for want of a connection, unlock waits for the
  * session's fate: reconnected (ZKL_OK), expired, or still disconnected after
  * about a third of the session timeout (ZKL_ELOST). So a process stopped
  * past its session timeout inside the critical section (a debugger, a VM

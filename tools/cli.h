@@ -3,6 +3,7 @@
 #ifndef ZKLOCK_CLI_H
 #define ZKLOCK_CLI_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "zklock.h"
@@ -14,12 +15,19 @@ enum {
   CLI_EXIT_USAGE = 64,       /* bad options or arguments */
   CLI_EXIT_UNAVAILABLE = 69, /* the ensemble could not be reached */
   CLI_EXIT_SOFTWARE = 70,    /* any other failure of ours */
-  CLI_EXIT_LOST = 75,        /* lock/leadership lost while COMMAND ran */
+  CLI_EXIT_LOST = 75,        /* the hold could not be vouched for */
+  CLI_EXIT_NOPERM = 77,      /* authentication or permission refused */
   CLI_EXIT_NOEXEC = 126,     /* COMMAND found but not executable */
   CLI_EXIT_NOTFOUND = 127    /* COMMAND not found */
 };
 
+/* Longest -k: the grace period must fit poll()'s int milliseconds, and
+ * nobody means a kill delay of more than a day. */
+#define CLI_GRACE_MAX_S 86400
+
 extern const char *cli_prog;
+/* What the tool holds, for messages: "lock" or "leadership". */
+extern const char *cli_what;
 
 /* "prog: message" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -31,45 +39,111 @@ int cli_int(const char *s, long lo, long hi, long *out);
 
 /* A usage error: one line on stderr; returns CLI_EXIT_USAGE. */
 int cli_usage(const char *why);
-/* Options both tools take: -t SESSION_MS, -k SECONDS, and an unknown
- * option. Returns 0 when handled, CLI_EXIT_USAGE on a bad value, -1 when
- * `opt` is none of these. */
-int cli_common_option(int opt, const char *arg, const char *bad,
-                      long *session_ms, long *grace_ms);
+
+/* How to reach the ensemble: what the options both tools take set. */
+typedef struct cli_conn {
+  const char *hosts;
+  long session_ms;
+  const char *auth_file; /* NULL: $ZKLOCK_AUTH_FILE, if set */
+  int acl;               /* ZKL_ACL_*; -1 until --acl */
+  char *scheme, *cred;   /* read from auth_file by cli_conn_ready() */
+} cli_conn_t;
+
+/* Long-only option codes of cli_common_option(). */
+enum { CLI_OPT_ACL = 1000 };
+
+/* The getopt_long entries of the options cli_common_option() takes. */
+/* clang-format off */
+#define CLI_COMMON_LONGS                                                       \
+  {"servers", required_argument, 0, 's'},                                      \
+  {"session-timeout", required_argument, 0, 't'},                              \
+  {"kill-after", required_argument, 0, 'k'},                                   \
+  {"auth-file", required_argument, 0, 'a'},                                    \
+  {"acl", required_argument, 0, CLI_OPT_ACL}
+/* clang-format on */
+#define CLI_COMMON_SHORTS "s:t:k:a:"
+
+/* Options both tools take: -s HOSTS, -t SESSION_MS, -k SECONDS,
+ * -a/--auth-file FILE, --acl, and an unknown option. Returns 0 when
+ * handled, CLI_EXIT_USAGE on a bad value, -1 when `opt` is none of
+ * these. */
+int cli_common_option(int opt, const char *arg, const char *bad, cli_conn_t *cc,
+                      long *grace_ms);
+/* After option parsing: checks HOSTS, reads the auth file, checks --acl.
+ * 0 or CLI_EXIT_USAGE with the message printed. */
+int cli_conn_ready(cli_conn_t *cc);
 /* Checks NAME (a "lock" or "election" name) and ROOT; 0 or
  * CLI_EXIT_USAGE with the message printed. */
 int cli_check_target(const char *kind, const char *name, const char *root);
 
-/* Connects, mapping failures to exit codes; returns 0 or an exit code. */
-int cli_connect(zkl_client_t **c, const char *hosts, long session_ms);
+/* Connects, mapping failures to exit codes; returns 0 or an exit code.
+ * Wipes the credentials from memory either way. */
+int cli_connect(zkl_client_t **c, cli_conn_t *cc);
+/* The exit code and one stderr line for library error `rc` met while
+ * doing `what` (e.g. "cannot lock"); CLI_EXIT_NOPERM for refused
+ * authentication or permission, else CLI_EXIT_SOFTWARE. */
+int cli_fail(const char *what, int rc);
+
+/* Records the descriptors open now, the only ones COMMAND will inherit.
+ * Call first, before anything (the ZooKeeper client) opens more. */
+int cli_fds_record(void);
 
 /* Blocks SIGINT, SIGTERM, SIGHUP and SIGCHLD in every thread and starts a
- * thread that receives them. Call first: threads created later (the
- * ZooKeeper client's) inherit the blocked mask, so no signal can reach one
- * of them with its default action. */
+ * thread that receives them. Call before creating the client: threads
+ * created later (the ZooKeeper client's) inherit the blocked mask, so no
+ * signal can reach one of them with its default action. */
 int cli_signals_start(void);
 /* `cancel(arg)` is called (on the signal thread) for INT/TERM/HUP while
  * cli_set_waiting(1). */
 void cli_set_cancel(void (*cancel)(void *), void *arg);
 void cli_set_waiting(int on);
-/* The signal that interrupted a wait, 0 if none. */
+/* The signal that interrupted us before COMMAND started, 0 if none. */
 int cli_interrupted(void);
 
 /* Tells the supervisor that the hold is gone (callable from callbacks). */
 void cli_notify_lost(void);
+/* 1 once cli_notify_lost() was called. */
+int cli_lost(void);
+/* 1 once cli_run() told the user that the hold was lost. */
+int cli_lost_reported(void);
+/* 1 once cli_run() started COMMAND. */
+int cli_started(void);
+
+/* Whether a hold granted at granted_ms (zkl_now_ms()) can still be vouched
+ * for just before COMMAND starts: 0, or CLI_EXIT_LOST with one line on
+ * stderr. `state` is the hold's zkl_lock_state_t now; verify(obj) asks the
+ * ensemble, which we do once a tenth of the session timeout has passed
+ * since the grant (a pause, or a slow start, may have outlived it). */
+int cli_vouch(zkl_client_t *c, int64_t granted_ms, int state,
+              int (*verify)(void *), void *obj);
+
+/* Testing only: sleeps $ZKLOCK_TEST_GRANT_DELAY_MS between the grant and
+ * cli_vouch(), so that a test can take the hold away in between. */
+void cli_test_grant_delay(void);
 
 /* Runs argv with env (NAME=VALUE strings, NULL-terminated) added, forwards
  * INT/TERM/HUP to it, and on cli_notify_lost() sends SIGTERM, then SIGKILL
- * after grace_ms. The child gets SIGKILL if we die (PR_SET_PDEATHSIG).
- * Returns the exit code to use: COMMAND's status, 128+N, CLI_EXIT_LOST,
- * CLI_EXIT_NOEXEC or CLI_EXIT_NOTFOUND. */
+ * after grace_ms. The child gets SIGKILL if we die (PR_SET_PDEATHSIG) and
+ * inherits only the descriptors cli_fds_record() saw. Returns the exit
+ * code to use: COMMAND's status, 128+N, CLI_EXIT_LOST, CLI_EXIT_NOEXEC or
+ * CLI_EXIT_NOTFOUND; 128+N without starting COMMAND if signal N came
+ * after the hold was granted but before COMMAND could start. */
 int cli_run(char **argv, char **env, long grace_ms);
 
 /* Default HOSTS: $ZKLOCK_SERVERS, else 127.0.0.1:2181. */
 const char *cli_default_hosts(void);
 
-/* One line per contender: ROLE host=H pid=P token=T waited=S node=N. */
-void cli_print_queue(const zkl_contender_t *list, size_t n, const char *first,
-                     const char *rest);
+/* Prints s (n bytes) with control characters, bytes >= 0x7f, space and
+ * backslash as \xHH: node data is written by any client of the ensemble,
+ * and must neither drive the terminal nor forge fields. */
+void cli_put_escaped(const char *s, size_t n);
+
+/* One line per contender:
+ * ROLE [id=I] host=H pid=P owner=O token=T waited=S node=N [data=D]
+ * ROLE is `first` for the holder, `rest` for the waiters, and "planted"
+ * for nodes that are not ephemeral (owner=none), which never hold. Returns
+ * 1 when the list has a holder, else 0. */
+int cli_print_queue(const zkl_contender_t *list, size_t n, const char *first,
+                    const char *rest);
 
 #endif

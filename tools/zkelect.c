@@ -12,8 +12,8 @@
 
 static const char usage_text[] =
     "usage: zkelect [-s HOSTS] [-r ROOT] [-t SESSION_MS] [-i ID] [-k SECONDS]\n"
-    "               [-D] NAME COMMAND [ARG...]\n"
-    "       zkelect [-s HOSTS] [-r ROOT] --leader NAME\n"
+    "               [-D] [-a FILE] [--acl ACL] NAME COMMAND [ARG...]\n"
+    "       zkelect [-s HOSTS] [-r ROOT] [-a FILE] --leader NAME\n"
     "\n"
     "Campaign in the ZooKeeper election ROOT/NAME; run COMMAND only while leader.\n"
     "\n"
@@ -22,22 +22,32 @@ static const char usage_text[] =
     "  -i, --id ID               candidate id (default HOSTNAME:PID)\n"
     "  -t, --session-timeout MS  ZooKeeper session timeout (default 10000)\n"
     "  -k, --kill-after SECONDS  after losing leadership, SIGKILL this long\n"
-    "                            after SIGTERM (default 5)\n"
+    "                            after SIGTERM (default 5, at most 86400)\n"
     "  -D, --lose-on-disconnect  a disconnection ends leadership at once\n"
+    "  -a, --auth-file FILE      authenticate with the line scheme:credentials\n"
+    "                            in FILE (default $ZKLOCK_AUTH_FILE)\n"
+    "      --acl open|creator    ACL of the nodes we create (default open;\n"
+    "                            creator: only our identity may change them)\n"
     "  -L, --leader              print the current leader's id\n"
     "  -h, --help                this text;  -V, --version\n"
     "\n"
-    "Exit: COMMAND's status (128+N if killed by signal N); 1 with --leader\n"
-    "when there is none; 64 usage; 69 ensemble unreachable; 70 other failure;\n"
-    "75 leadership lost while COMMAND ran; 126/127 COMMAND not runnable/not found.\n";
+    "Exit: COMMAND's status (128+N if killed by signal N), and 0 only if we\n"
+    "led from COMMAND's start to its end; 1 with --leader when there is none;\n"
+    "64 usage; 69 ensemble unreachable; 70 other failure; 75 leadership lost,\n"
+    "or not confirmed, while COMMAND ran (or before it started); 77\n"
+    "authentication or permission refused; 126/127 COMMAND not runnable/not\n"
+    "found.\n";
 
 struct opts {
-  const char *hosts, *root, *id;
+  cli_conn_t cc;
+  const char *root, *id;
   int leader, lose_on_disconnect;
-  long session_ms, grace_ms;
+  long grace_ms;
 };
 
 static void cancel_campaign(void *e) { zkl_election_resign(e); }
+
+static int verify_term(void *e) { return zkl_election_verify(e); }
 
 static void on_state(zkl_election_t *e, int state, uint64_t token,
                      void *ctx) {
@@ -48,11 +58,9 @@ static void on_state(zkl_election_t *e, int state, uint64_t token,
 
 static int parse(int argc, char **argv, struct opts *o, int *first) {
   static const struct option longs[] = {
-      {"servers", required_argument, 0, 's'},
+      CLI_COMMON_LONGS,
       {"root", required_argument, 0, 'r'},
       {"id", required_argument, 0, 'i'},
-      {"session-timeout", required_argument, 0, 't'},
-      {"kill-after", required_argument, 0, 'k'},
       {"lose-on-disconnect", no_argument, 0, 'D'},
       {"leader", no_argument, 0, 'L'},
       {"help", no_argument, 0, 'h'},
@@ -60,9 +68,9 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
       {0, 0, 0, 0}};
   int c;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+s:r:i:t:k:DLhV", longs, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTS "r:i:DLhV", longs,
+                          NULL)) != -1) {
     switch (c) {
-    case 's': o->hosts = optarg; break;
     case 'r': o->root = optarg; break;
     case 'i': o->id = optarg; break;
     case 'D': o->lose_on_disconnect = 1; break;
@@ -70,7 +78,7 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     case 'h': fputs(usage_text, stdout); return -1;
     case 'V': printf("zkelect %s\n", zkl_version()); return -1;
     default: {
-      int rc = cli_common_option(c, optarg, argv[optind - 1], &o->session_ms,
+      int rc = cli_common_option(c, optarg, argv[optind - 1], &o->cc,
                                  &o->grace_ms);
       if (rc != 0)
         return rc < 0 ? CLI_EXIT_USAGE : rc;
@@ -88,57 +96,92 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
   if (o->leader && optind + 1 < argc)
     return cli_usage("--leader takes only NAME");
   *first = optind;
-  return 0;
+  return cli_conn_ready(&o->cc);
 }
 
 static int print_leader(zkl_client_t *c, const struct opts *o,
                         const char *name) {
   zkl_contender_t *q = NULL;
   size_t n = 0;
-  int rc = zkl_election_candidates(c, o->root, name, &q, &n);
+  char what[ZKL_ROOT_MAX + ZKL_NAME_MAX + 32];
+  int rc = zkl_election_candidates(c, o->root, name, &q, &n), led;
   if (rc != ZKL_OK) {
-    cli_error("cannot read %s/%s: %s", o->root, name, zkl_strerror(rc));
-    return CLI_EXIT_SOFTWARE;
+    snprintf(what, sizeof what, "cannot read %s/%s", o->root, name);
+    return cli_fail(what, rc);
   }
-  if (n)
-    printf("%s\n", q[0].id ? q[0].id : q[0].node);
+  /* a node no session owns (planted by hand, listed last) never leads */
+  led = n > 0 && q[0].owner != 0;
+  if (led) {
+    const char *s = q[0].id ? q[0].id : q[0].node;
+    cli_put_escaped(s, strlen(s));
+    putchar('\n');
+  }
   zkl_contenders_free(q, n);
-  return n ? 0 : 1;
+  return led ? 0 : 1;
 }
 
-static int lead(zkl_election_t *e, const struct opts *o, const char *name,
-                char **cmd) {
-  char tok[64], nm[ZKL_NAME_MAX + 16], id[ZKL_ID_MAX + 16];
-  char *env[4];
-  uint64_t token = 0;
-  int rc, sig, code;
+/* Campaigns until elected; 0 (leader since *granted) or an exit code. */
+static int campaign(zkl_election_t *e, int64_t *granted) {
+  int rc, sig;
   cli_set_waiting(1);
   rc = zkl_election_wait(e, -1);
+  *granted = zkl_now_ms();
   cli_set_waiting(0);
   sig = cli_interrupted();
   if (sig)
     return 128 + sig;
-  if (rc != ZKL_OK) {
+  if (rc == ZKL_ELOST) {
     cli_error("campaign ended: %s", zkl_strerror(rc));
-    return rc == ZKL_ELOST ? CLI_EXIT_LOST : CLI_EXIT_SOFTWARE;
+    return CLI_EXIT_LOST;
   }
+  return rc == ZKL_OK ? 0 : cli_fail("campaign ended", rc);
+}
+
+static int lead(zkl_client_t *c, zkl_election_t *e, const struct opts *o,
+                const char *name, char **cmd) {
+  char tok[64], nm[ZKL_NAME_MAX + 16], id[ZKL_ID_MAX + 16];
+  char *env[4];
+  uint64_t token = 0;
+  int64_t granted;
+  int rc, code;
+  if ((code = campaign(e, &granted)) != 0)
+    return code;
   zkl_election_token(e, &token);
   snprintf(tok, sizeof tok, "ZKELECT_TOKEN=%" PRIu64, token);
   snprintf(nm, sizeof nm, "ZKELECT_NAME=%s", name);
   snprintf(id, sizeof id, "ZKELECT_ID=%s", o->id);
   env[0] = tok, env[1] = nm, env[2] = id, env[3] = NULL;
-  code = cli_run(cmd, env, o->grace_ms);
+  cli_test_grant_delay();
+  code = cli_vouch(c, granted, zkl_election_state(e), verify_term, e);
+  if (code == 0)
+    code = cli_run(cmd, env, o->grace_ms);
+  /* resigning is the ensemble's verdict on the whole term: anything but
+   * ZKL_OK means another leader may have run meanwhile */
+  rc = zkl_election_resign(e);
+  if (rc != ZKL_OK && cli_started()) {
+    if (!cli_lost_reported())
+      cli_error("leadership lost while %s ran (%s: %s): the run may not "
+                "have been exclusive", cmd[0], zkl_err_name(rc),
+                zkl_strerror(rc));
+    code = CLI_EXIT_LOST;
+  }
   return code;
 }
 
 int main(int argc, char **argv) {
-  struct opts o = {cli_default_hosts(), "/election", NULL, 0, 0, 10000, 5000};
+  struct opts o = {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL},
+                   "/election", NULL, 0, 0, 5000};
   zkl_election_options_t eo = {0};
   zkl_client_t *c = NULL;
   zkl_election_t *e = NULL;
   char defid[300];
   int first = 0, code, rc;
   cli_prog = "zkelect";
+  cli_what = "leadership";
+  if (cli_fds_record() != 0) {
+    cli_error("cannot record open descriptors");
+    return CLI_EXIT_SOFTWARE;
+  }
   code = parse(argc, argv, &o, &first);
   if (code)
     return code < 0 ? 0 : code;
@@ -152,7 +195,7 @@ int main(int argc, char **argv) {
     cli_error("cannot set up signal handling");
     return CLI_EXIT_SOFTWARE;
   }
-  if ((code = cli_connect(&c, o.hosts, o.session_ms)) != 0)
+  if ((code = cli_connect(&c, &o.cc)) != 0)
     return code;
   if (o.leader) {
     code = print_leader(c, &o, argv[first]);
@@ -169,9 +212,9 @@ int main(int argc, char **argv) {
     return rc == ZKL_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_SOFTWARE;
   }
   cli_set_cancel(cancel_campaign, e);
-  code = lead(e, &o, argv[first], argv + first + 1);
+  code = lead(c, e, &o, argv[first], argv + first + 1);
   cli_set_cancel(NULL, NULL);
-  zkl_election_destroy(e); /* resigns: the next candidate takes over */
+  zkl_election_destroy(e);
   zkl_client_destroy(c);
   return code;
 }

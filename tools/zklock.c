@@ -11,8 +11,9 @@
 
 static const char usage_text[] =
     "usage: zklock [-s HOSTS] [-r ROOT] [-n | -w SECONDS] [-E CODE]\n"
-    "              [-t SESSION_MS] [-k SECONDS] NAME COMMAND [ARG...]\n"
-    "       zklock [-s HOSTS] [-r ROOT] --list NAME\n"
+    "              [-t SESSION_MS] [-k SECONDS] [-a FILE] [--acl ACL]\n"
+    "              NAME COMMAND [ARG...]\n"
+    "       zklock [-s HOSTS] [-r ROOT] [-a FILE] --list NAME\n"
     "\n"
     "Run COMMAND while holding the ZooKeeper lock ROOT/NAME.\n"
     "\n"
@@ -23,22 +24,32 @@ static const char usage_text[] =
     "  -E, --conflict-exit-code CODE  exit code when -n/-w give up (default 1)\n"
     "  -t, --session-timeout MS  ZooKeeper session timeout (default 10000)\n"
     "  -k, --kill-after SECONDS  after a lost lock, SIGKILL this long after\n"
-    "                            SIGTERM (default 5)\n"
+    "                            SIGTERM (default 5, at most 86400)\n"
+    "  -a, --auth-file FILE      authenticate with the line scheme:credentials\n"
+    "                            in FILE (default $ZKLOCK_AUTH_FILE)\n"
+    "      --acl open|creator    ACL of the nodes we create (default open;\n"
+    "                            creator: only our identity may change them)\n"
     "  -l, --list                list the holder and the waiters of NAME\n"
     "  -h, --help                this text;  -V, --version\n"
     "\n"
-    "Exit: COMMAND's status (128+N if killed by signal N); 1 (or -E CODE) if\n"
-    "not acquired; 64 usage; 69 ensemble unreachable; 70 other failure;\n"
-    "75 lock lost while COMMAND ran; 126/127 COMMAND not runnable/not found.\n";
+    "Exit: COMMAND's status (128+N if killed by signal N), and 0 only if the\n"
+    "lock was ours from COMMAND's start to its end; 1 (or -E CODE) if not\n"
+    "acquired; 64 usage; 69 ensemble unreachable; 70 other failure; 75 lock\n"
+    "lost, or not confirmed, while COMMAND ran (or before it started);\n"
+    "77 authentication or permission refused; 126/127 COMMAND not\n"
+    "runnable/not found.\n";
 
 struct opts {
-  const char *hosts, *root;
+  cli_conn_t cc;
+  const char *root;
   int nonblock, list;
   double wait_s; /* < 0: wait forever */
-  long conflict, session_ms, grace_ms;
+  long conflict, grace_ms;
 };
 
 static void cancel_lock(void *m) { zkl_mutex_cancel(m); }
+
+static int verify_lock(void *m) { return zkl_mutex_verify(m); }
 
 static void on_state(zkl_mutex_t *m, int state, uint64_t token, void *ctx) {
   (void)m, (void)token, (void)ctx;
@@ -48,24 +59,21 @@ static void on_state(zkl_mutex_t *m, int state, uint64_t token, void *ctx) {
 
 static int parse(int argc, char **argv, struct opts *o, int *first) {
   static const struct option longs[] = {
-      {"servers", required_argument, 0, 's'},
+      CLI_COMMON_LONGS,
       {"root", required_argument, 0, 'r'},
       {"nonblock", no_argument, 0, 'n'},
       {"wait", required_argument, 0, 'w'},
       {"timeout", required_argument, 0, 'w'},
       {"conflict-exit-code", required_argument, 0, 'E'},
-      {"session-timeout", required_argument, 0, 't'},
-      {"kill-after", required_argument, 0, 'k'},
       {"list", no_argument, 0, 'l'},
       {"help", no_argument, 0, 'h'},
       {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
   int c;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+s:r:nw:E:t:k:lhV", longs, NULL)) !=
-         -1) {
+  while ((c = getopt_long(argc, argv, "+" CLI_COMMON_SHORTS "r:nw:E:lhV", longs,
+                          NULL)) != -1) {
     switch (c) {
-    case 's': o->hosts = optarg; break;
     case 'r': o->root = optarg; break;
     case 'n': o->nonblock = 1; break;
     case 'l': o->list = 1; break;
@@ -80,7 +88,7 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     case 'h': fputs(usage_text, stdout); return -1;
     case 'V': printf("zklock %s\n", zkl_version()); return -1;
     default: {
-      int rc = cli_common_option(c, optarg, argv[optind - 1], &o->session_ms,
+      int rc = cli_common_option(c, optarg, argv[optind - 1], &o->cc,
                                  &o->grace_ms);
       if (rc != 0)
         return rc < 0 ? CLI_EXIT_USAGE : rc;
@@ -98,21 +106,22 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
   if (o->list && optind + 1 < argc)
     return cli_usage("--list takes only NAME");
   *first = optind;
-  return 0;
+  return cli_conn_ready(&o->cc);
 }
 
 static int list_queue(zkl_client_t *c, const struct opts *o,
                       const char *name) {
   zkl_contender_t *q = NULL;
   size_t n = 0;
-  int rc = zkl_mutex_queue(c, o->root, name, &q, &n);
+  char what[ZKL_ROOT_MAX + ZKL_NAME_MAX + 32];
+  int rc = zkl_mutex_queue(c, o->root, name, &q, &n), held;
   if (rc != ZKL_OK) {
-    cli_error("cannot list %s/%s: %s", o->root, name, zkl_strerror(rc));
-    return CLI_EXIT_SOFTWARE;
+    snprintf(what, sizeof what, "cannot list %s/%s", o->root, name);
+    return cli_fail(what, rc);
   }
-  cli_print_queue(q, n, "holder", "waiter");
+  held = cli_print_queue(q, n, "holder", "waiter");
   zkl_contenders_free(q, n);
-  return n ? 0 : 1;
+  return held ? 0 : 1;
 }
 
 /* Acquire as the options say; returns 0 or an exit code. */
@@ -137,34 +146,50 @@ static int acquire(zkl_mutex_t *m, const struct opts *o) {
     return 128 + sig;
   if (rc == ZKL_EBUSY || rc == ZKL_ETIMEDOUT)
     return (int)o->conflict;
-  cli_error("cannot lock: %s", zkl_strerror(rc));
-  return CLI_EXIT_SOFTWARE;
+  return cli_fail("cannot lock", rc);
 }
 
-static int run_locked(zkl_mutex_t *m, const char *name, char **cmd,
-                      long grace_ms) {
+static int run_locked(zkl_client_t *c, zkl_mutex_t *m, const char *name,
+                      char **cmd, long grace_ms, int64_t granted) {
   char tok[64], nm[ZKL_NAME_MAX + 16], node[1024 + 16];
   char *env[4];
   uint64_t token = 0;
-  int code;
+  int code, rc;
   zkl_mutex_token(m, &token);
   snprintf(tok, sizeof tok, "ZKLOCK_TOKEN=%" PRIu64, token);
   snprintf(nm, sizeof nm, "ZKLOCK_NAME=%s", name);
   strcpy(node, "ZKLOCK_NODE=");
   zkl_mutex_node_path(m, node + 12, sizeof node - 12);
   env[0] = tok, env[1] = nm, env[2] = node, env[3] = NULL;
-  code = cli_run(cmd, env, grace_ms);
-  zkl_mutex_unlock(m); /* ZKL_ELOST is already reported by the exit code */
+  cli_test_grant_delay();
+  code = cli_vouch(c, granted, zkl_mutex_state(m), verify_lock, m);
+  if (code == 0)
+    code = cli_run(cmd, env, grace_ms);
+  /* the last unlock is the ensemble's verdict on the whole run: anything
+   * but ZKL_OK means someone else may have held the lock meanwhile */
+  rc = zkl_mutex_unlock(m);
+  if (rc != ZKL_OK && cli_started()) {
+    if (!cli_lost_reported())
+      cli_error("lock lost while %s ran (%s: %s): the run may not have "
+                "been exclusive", cmd[0], zkl_err_name(rc), zkl_strerror(rc));
+    code = CLI_EXIT_LOST;
+  }
   return code;
 }
 
 int main(int argc, char **argv) {
-  struct opts o = {cli_default_hosts(), "/locks", 0, 0, -1, 1, 10000, 5000};
+  struct opts o = {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL},
+                   "/locks", 0, 0, -1, 1, 5000};
   zkl_mutex_options_t mo = {0};
   zkl_client_t *c = NULL;
   zkl_mutex_t *m = NULL;
-  int first = 0, code;
+  int first = 0, code, rc;
   cli_prog = "zklock";
+  cli_what = "lock";
+  if (cli_fds_record() != 0) {
+    cli_error("cannot record open descriptors");
+    return CLI_EXIT_SOFTWARE;
+  }
   code = parse(argc, argv, &o, &first);
   if (code)
     return code < 0 ? 0 : code;
@@ -172,7 +197,7 @@ int main(int argc, char **argv) {
     cli_error("cannot set up signal handling");
     return CLI_EXIT_SOFTWARE;
   }
-  if ((code = cli_connect(&c, o.hosts, o.session_ms)) != 0)
+  if ((code = cli_connect(&c, &o.cc)) != 0)
     return code;
   if (o.list) {
     code = list_queue(c, &o, argv[first]);
@@ -181,14 +206,17 @@ int main(int argc, char **argv) {
   }
   mo.root = o.root;
   mo.state_fn = on_state;
-  if (zkl_mutex_create(&m, c, argv[first], &mo) != ZKL_OK) {
-    cli_error("cannot create the lock object");
+  if ((rc = zkl_mutex_create(&m, c, argv[first], &mo)) != ZKL_OK) {
+    code = cli_fail("cannot create the lock object", rc);
     zkl_client_destroy(c);
-    return CLI_EXIT_SOFTWARE;
+    return code;
   }
   cli_set_cancel(cancel_lock, m);
-  if ((code = acquire(m, &o)) == 0)
-    code = run_locked(m, argv[first], argv + first + 1, o.grace_ms);
+  if ((code = acquire(m, &o)) == 0) {
+    int64_t granted = zkl_now_ms();
+    code = run_locked(c, m, argv[first], argv + first + 1, o.grace_ms,
+                      granted);
+  }
   cli_set_cancel(NULL, NULL);
   zkl_mutex_destroy(m);
   zkl_client_destroy(c);
