@@ -124,6 +124,14 @@ static void held_remove(const zkl_mutex_t *m, uint64_t tid) {
   pthread_mutex_unlock(&held_mu);
 }
 
+/* The argument checks of every call but the fast path's: m and the out
+ * parameter given, m not inherited across fork(). */
+static int usable(const zkl_mutex_t *m, const void *out) {
+  if (!m || !out)
+    return ZKL_EINVAL;
+  return zkl__forked(m->fork_gen) ? ZKL_EFORKED : ZKL_OK;
+}
+
 /* Under c->mu: the calling thread's hold, if any. */
 static zkl__acq_t *find_hold(const zkl_mutex_t *m, uint64_t me) {
   zkl__acq_t *a;
@@ -238,10 +246,9 @@ static int release(zkl_mutex_t *m, zkl__acq_t *a, int judge) {
 
 int zkl_mutex_unlock(zkl_mutex_t *m) {
   zkl__acq_t *a;
-  if (!m)
-    return ZKL_EINVAL;
-  if (zkl__forked(m->fork_gen))
-    return ZKL_EFORKED;
+  int rc = usable(m, m);
+  if (rc != ZKL_OK)
+    return rc;
   if (atomic_load_explicit(&m->owner_tid, memory_order_relaxed) ==
       zkl__self_tid())
     a = m->owner_acq; /* fast path: no call, no lock */
@@ -259,10 +266,9 @@ int zkl_mutex_unlock(zkl_mutex_t *m) {
 }
 
 int zkl_mutex_cancel(zkl_mutex_t *m) {
-  if (!m)
-    return ZKL_EINVAL;
-  if (zkl__forked(m->fork_gen))
-    return ZKL_EFORKED;
+  int rc = usable(m, m);
+  if (rc != ZKL_OK)
+    return rc;
   zkl__queue_cancel(&m->q);
   return ZKL_OK;
 }
@@ -311,10 +317,9 @@ unsigned zkl_mutex_depth(const zkl_mutex_t *m) {
 
 int zkl_mutex_token(const zkl_mutex_t *m, uint64_t *token) {
   const zkl__acq_t *a;
-  if (!m || !token)
-    return ZKL_EINVAL;
-  if (zkl__forked(m->fork_gen))
-    return ZKL_EFORKED;
+  int rc = usable(m, token);
+  if (rc != ZKL_OK)
+    return rc;
   a = my_hold(m);
   if (!a)
     return ZKL_ENOTOWNER;
@@ -325,10 +330,9 @@ int zkl_mutex_token(const zkl_mutex_t *m, uint64_t *token) {
 int zkl_mutex_node_path(const zkl_mutex_t *m, char *buf, size_t size) {
   const zkl__acq_t *a;
   size_t n;
-  if (!m || !buf)
-    return ZKL_EINVAL;
-  if (zkl__forked(m->fork_gen))
-    return ZKL_EFORKED;
+  int rc = usable(m, buf);
+  if (rc != ZKL_OK)
+    return rc;
   a = my_hold(m);
   if (!a || !a->path)
     return ZKL_ENOTOWNER;
@@ -347,10 +351,9 @@ int zkl_mutex_queue(zkl_client_t *c, const char *root, const char *name,
 
 int zkl_mutex_verify(zkl_mutex_t *m) {
   zkl__acq_t *a;
-  if (!m)
-    return ZKL_EINVAL;
-  if (zkl__forked(m->fork_gen))
-    return ZKL_EFORKED;
+  int rc = usable(m, m);
+  if (rc != ZKL_OK)
+    return rc;
   a = my_hold(m);
   if (!a)
     return ZKL_ENOTOWNER;

@@ -539,6 +539,22 @@ static int wait_pred(run_t *r, char *pred, int sole, uint64_t epoch) {
   return RELIST;
 }
 
+/* Reads the stat of a's node on session s; under c->mu, dropped while
+ * the request is out. Returns the ZooKeeper code. */
+static int stat_own(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a,
+                    struct Stat *out) {
+  zkl__call_t st, *ptrs[1] = {&st};
+  s->refs++;
+  zkl__call_init(&st, c, &a->cv);
+  pthread_mutex_unlock(&c->mu);
+  zkl__exists(&st, s, a->path);
+  pthread_mutex_lock(&c->mu);
+  zkl__call_wait(ptrs, 1);
+  *out = st.stat;
+  zkl__session_put(c, s); /* a->sess or the caller keeps it alive */
+  return st.rc;
+}
+
 /* At the head: make sure our node is still there and ours (our czxid,
  * owned by the session we are on now) before we hold, unless that is
  * already known: the listing came with our create, or the watch on our
@@ -549,7 +565,7 @@ static int confirm_owner(run_t *r, int fresh) {
   zkl_client_t *c = r->q->c;
   zkl__acq_t *a = r->a;
   zkl__session_t *s = a->sess;
-  zkl__call_t st, *ptrs[1] = {&st};
+  struct Stat st;
   uint64_t epoch = c->conn_epoch;
   int rc;
   if (!(r->q->flags & ZKL__Q_VERIFY_OWNER) &&
@@ -559,15 +575,8 @@ static int confirm_owner(run_t *r, int fresh) {
     return RETRY;
   if ((rc = stopped(r)) != ZKL_OK)
     return rc;
-  s->refs++;
-  zkl__call_init(&st, c, &a->cv);
-  pthread_mutex_unlock(&c->mu);
-  zkl__exists(&st, s, a->path);
-  pthread_mutex_lock(&c->mu);
-  zkl__call_wait(ptrs, 1);
-  rc = st.rc;
-  zkl__session_put(c, s);
-  if (rc == ZOK && zkl__owns(a, &st.stat) && s == c->sess && !s->expired)
+  rc = stat_own(c, s, a, &st);
+  if (rc == ZOK && zkl__owns(a, &st) && s == c->sess && !s->expired)
     return HOLD;
   if (zkl__is_conn_error(rc))
     return (rc = reconnect(r, s, epoch)) == ZKL_OK ? RELIST : rc;
@@ -802,7 +811,7 @@ int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a, int judge) {
 int zkl__queue_verify(zkl__queue_t *q, zkl__acq_t *a) {
   zkl_client_t *c = q->c;
   zkl__session_t *s;
-  zkl__call_t st, *ptrs[1] = {&st};
+  struct Stat st;
   int rc;
   pthread_mutex_lock(&c->mu);
   s = a->sess;
@@ -812,14 +821,9 @@ int zkl__queue_verify(zkl__queue_t *q, zkl__acq_t *a) {
     pthread_mutex_unlock(&c->mu);
     return ZKL_ELOST;
   }
-  s->refs++;
-  zkl__call_init(&st, c, &a->cv);
-  pthread_mutex_unlock(&c->mu);
-  zkl__exists(&st, s, a->path);
-  pthread_mutex_lock(&c->mu);
-  zkl__call_wait(ptrs, 1);
-  rc = st.rc;
-  if (rc == ZOK && a->sess == s && zkl__owns(a, &st.stat)) {
+  s->refs++; /* past stat_own: a loss meanwhile drops a->sess's */
+  rc = stat_own(c, s, a, &st);
+  if (rc == ZOK && a->sess == s && zkl__owns(a, &st)) {
     rc = ZKL_OK;
   } else if (rc == ZOK || rc == ZNONODE || is_session_error(rc) ||
              a->sess != s) {
