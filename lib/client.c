@@ -357,6 +357,7 @@ struct verify {
   zkl_client_t *c;
   uint64_t id;
   zkl__session_t *s;
+  int64_t czxid; /* of the node asked about: a may have another by now */
 };
 
 /* The read of our own node (with its watch) answered: a hold is HELD if
@@ -370,7 +371,7 @@ static void on_verified(int rc, const char *value, int len,
   (void)value, (void)len;
   pthread_mutex_lock(&c->mu);
   a = acq_by_id(c, v->id);
-  if (a && a->path && a->sess == v->s) {
+  if (a && a->path && a->sess == v->s && a->czxid == v->czxid) {
     int mine = rc == ZOK && stat && zkl__owns(a, stat);
     int gone = rc == ZNONODE || (rc == ZOK && !mine);
     if (mine && a->own_watch == ZKL__OWN_PENDING &&
@@ -401,6 +402,7 @@ void zkl__watch_own(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a) {
   v->c = c;
   v->id = a->id;
   v->s = s;
+  v->czxid = a->czxid;
   s->refs++;
   a->own_watch = ZKL__OWN_PENDING;
   atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);

@@ -93,9 +93,9 @@ void zkl__queue_fini(zkl__queue_t *q) {
   q->user_data = NULL;
 }
 
+/* The session is over (ZSESSIONMOVED is not: see zkl__is_conn_error). */
 static int is_session_error(int rc) {
-  return rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZCLOSING ||
-         rc == ZSESSIONMOVED;
+  return rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZCLOSING;
 }
 
 /* Why the acquisition must end now, or ZKL_OK. `lenient`: the deadline is

@@ -183,6 +183,12 @@ void zkl__call_wait(zkl__call_t **calls, int n) {
     calls[i]->left = NULL; /* the batch counter may die with the caller */
 }
 
+/* The request may or may not have been applied, and the session lives
+ * on: wait for a connection and look again. ZSESSIONMOVED (an answer from
+ * a server our session has left) is one of these: taking it for the end
+ * of the session would forget a node that still exists, an orphan that
+ * our next node would then queue behind. */
 int zkl__is_conn_error(int rc) {
-  return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
+  return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
+         rc == ZSESSIONMOVED;
 }
