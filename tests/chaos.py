@@ -20,6 +20,19 @@ locks. While they run it injects faults, one at a time, in a seeded order:
                     create or a delete was forwarded, or all at once
   slow              every proxy delays traffic (jitter, and stalls standing
                     for lost segments) for a few seconds
+  hostile           a rogue session (tests/chaos_rogue, straight to the
+                    ensemble, not through the proxies) plants nodes with
+                    contender-like names in every lock directory: persistent
+                    ones (a low sequence, and sequences 2^31 apart) that
+                    stay until the round ends, and ephemeral ones, some in a
+                    cycle of serial-number order, that go after a second or
+                    two; data full of escapes, CRs and NULs. Then, a few
+                    times, on a random lock: rewrites the node of the holder
+                    (caught by the store as it answers the holder's read, so
+                    the hold is surely inside its critical section), deletes
+                    it, deletes it and re-creates it (persistent, or ephemeral
+                    on the rogue's session, removed when the fault ends), or
+                    deletes the node of the last waiter
 
 The store remembers, per lock, the highest fencing token it has seen and
 refuses requests that carry a lower one. It logs every request, and the
@@ -34,8 +47,37 @@ checks run over that log afterwards:
                   before it on the same lock
   fenced          overlaps explained by a paused holder, whose late request
                   the store refused (expected: that is what fencing is for)
-  orphans         lock nodes left once every client has exited
+  orphans         lock nodes left once every client has exited (the
+                  rogue's own nodes, removed at the end of the round, are
+                  told apart by ephemeral owner and creation zxid)
   hung            clients that did not exit within the bound after SIGTERM
+
+and for the hostile fault (clients tell the store every hold they learn is
+LOST, by unlock's ZKL_ELOST or by the state callback, with its token):
+
+  deleted_holds_reported  holds whose node the rogue deleted (or deleted and
+                  re-created) must all be reported LOST; an overlap behind
+                  such a hold counts as fenced only if it was reported and
+                  its late request was refused by token
+  revoked         acquires that ended in ZKL_EREVOKED (counted, retried):
+                  as many as the rogue's deletes of waiting nodes; an
+                  acquire that returns ZKL_OK after its node was deleted
+                  fails the round
+  stalled         a lock on which nobody entered the critical section for
+                  15 s after the ephemeral planted nodes were gone (zklock
+                  waited behind a node that never goes away)
+  stolen          nodes the rogue re-created at a holder's path that
+                  someone else deleted (information: an unlock that had not
+                  yet heard of the re-create deletes it in the same round
+                  trip as it learns of it, and reports ZKL_ELOST, as
+                  zklock.h documents; it stands at a name only that holder
+                  may use)
+  rogue_left      the rogue's nodes still there after its cleanup
+
+--acl creator runs the clients authenticated (digest chaos:secret) with
+zklock's creator ACL, and the rogue with another digest identity: each of
+its writes under the lock directories must fail with ZNOAUTH (noauth), it
+may change nothing, and if hostile is the only fault no hold may be lost.
 
 Every round prints one line, "chaos: seed=... result=PASS|FAIL"; the exit
 status is 1 if any round failed. The seed fixes the fault schedule, the
@@ -58,7 +100,12 @@ import tempfile
 import threading
 import time
 
-KINDS = ["leader-kill", "follower-restart", "partition", "pause", "cut", "slow"]
+KINDS = ["leader-kill", "follower-restart", "partition", "pause", "cut", "slow", "hostile"]
+CLIENT_AUTH = "digest:chaos:secret"
+ROGUE_AUTH = "digest:rogue:secret"
+# how long a lock may go without a holder, with nothing in its way, before
+# the hostile fault calls it stalled
+STALL_S = 15
 
 
 def log(msg):
@@ -81,10 +128,15 @@ class Store:
             self.max_token = {}
             self.open = {}  # lock -> {token: (pid, t_begin)}
             self.events = []  # (t, lock, op, token, pid, accepted)
-            self.raw_overlaps = []  # (lock, earlier_pid, t_earlier, t_later)
+            self.raw_overlaps = []  # (lock, earlier_pid, earlier_token, t_earlier, t_later)
             self.rejected = 0
             self.pause_pid = None
             self.paused = threading.Event()
+            self.lost_reports = {}  # (lock, token) -> how the client learnt it
+            self.refused = set()  # (lock, token) of refused requests
+            self.seen = set()  # (lock, token) of every B or C
+            self.acquired = {}  # (lock, token) -> when its acquire returned
+            self.rogue_arm = None  # (lock, fn)
 
     def arm_pause(self, pid):
         """Stop pid (SIGSTOP) when it next reads under an accepted token: it
@@ -97,34 +149,62 @@ class Store:
         with self.mu:
             self.pause_pid = None
 
+    def arm_rogue(self, lock, fn):
+        """Call fn(lock, token) when a holder of lock next reads under an
+        accepted token, before answering it: the holder is then inside its
+        critical section for as long as fn runs."""
+        with self.mu:
+            self.rogue_arm = (lock, fn)
+
+    def disarm_rogue(self):
+        """True if the armed call had not fired (and now will not)."""
+        with self.mu:
+            armed, self.rogue_arm = self.rogue_arm is not None, None
+            return armed
+
     def handle(self, line):
         f = line.split()
         now = time.monotonic()
         op, lock, token, pid = f[0], int(f[1]), int(f[2]), int(f[4])
+        if op == "L":
+            with self.mu:
+                self.lost_reports.setdefault((lock, token), f[5] if len(f) > 5 else "?")
+            return "OK"
+        action = None
         with self.mu:
             top = self.max_token.get(lock, -1)
             accepted = token >= top
             self.events.append((now, lock, op, token, pid, accepted))
+            self.seen.add((lock, token))
+            if op == "B" and len(f) > 5:
+                self.acquired.setdefault((lock, token), int(f[5]) / 1000.0)
             opened = self.open.setdefault(lock, {})
             if not accepted:
                 self.rejected += 1
+                self.refused.add((lock, token))
                 opened.pop(token, None)
                 return "STALE %d" % top
             self.max_token[lock] = token
             if op == "B":
                 for t, (p, tb) in opened.items():
                     if t != token:
-                        self.raw_overlaps.append((lock, p, tb, now))
+                        self.raw_overlaps.append((lock, p, t, tb, now))
                 opened.clear()
                 opened[token] = (pid, now)
                 if pid == self.pause_pid:
                     os.kill(pid, signal.SIGSTOP)
                     self.pause_pid = None
                     self.paused.set()
-                return "OK %d" % self.value.get(lock, 0)
-            opened.pop(token, None)
-            self.value[lock] = int(f[5])
-            return "OK"
+                if self.rogue_arm and self.rogue_arm[0] == lock and token > 0:
+                    action, self.rogue_arm = self.rogue_arm[1], None
+                reply = "OK %d" % self.value.get(lock, 0)
+            else:
+                opened.pop(token, None)
+                self.value[lock] = int(f[5])
+                reply = "OK"
+        if action:
+            action(lock, token)
+        return reply
 
     def serve(self):
         ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -148,22 +228,33 @@ class Store:
             pass
         c.close()
 
-    def check(self, pauses):
-        """(overlaps, fenced, lost_updates, stale_accepted, accepted writes)"""
+    def check(self, pauses, rogue_deleted):
+        """(overlaps, fenced, lost_updates, stale_accepted, accepted writes)
+
+        An overlap is fenced if the earlier holder was paused meanwhile, or
+        if the rogue deleted its node, it was told LOST, and a request of
+        its was refused by token."""
         with self.mu:
             events = list(self.events)
             raw = list(self.raw_overlaps)
             value = dict(self.value)
+            reported = set(self.lost_reports)
+            refused = set(self.refused)
         fenced = unexplained = 0
-        for lock, pid, t0, t1 in raw:
+        for lock, pid, token, t0, t1 in raw:
+            key = (lock, token)
             if any(p == pid and a < t1 and b > t0 for p, a, b in pauses):
+                fenced += 1
+            elif key in rogue_deleted and key in reported and key in refused:
                 fenced += 1
             else:
                 unexplained += 1
                 if unexplained > 10:
                     continue
-                log("UNEXPLAINED overlap on lock %d: pid %d began at %.3f, another at %.3f"
-                    % (lock, pid, t0, t1))
+                log("UNEXPLAINED overlap on lock %d: pid %d (token %d) began at %.3f, another at "
+                    "%.3f%s" % (lock, pid, token, t0, t1,
+                               " (its node deleted by the rogue; reported LOST: %s, refused: %s)"
+                               % (key in reported, key in refused) if key in rogue_deleted else ""))
         accepted_overlaps = lost = stale_ok = writes = 0
         last, top, count = {}, {}, {}
         for _, lock, op, token, _, ok in events:
@@ -279,14 +370,85 @@ class Proxy:
         self.proc.wait()
 
 
+class Rogue:
+    """tests/chaos_rogue: one session straight to the ensemble, one
+    command at a time over a pipe (its header lists them)."""
+
+    def __init__(self, exe, hosts, root, locks, auth, errpath):
+        cmd = [exe, "-s", hosts, "-r", root, "-l", str(locks), "-T", "20000"]
+        cmd += ["-a", auth] if auth else []
+        with open(errpath, "w") as err:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=err, text=True, bufsize=1)
+        self.cv = threading.Condition()
+        self.replies, self.next, self.dead = {}, 0, False
+        # it gives up by itself after 60 s without a session
+        first = self.proc.stdout.readline()
+        if not first.startswith("ready"):
+            self.stop()
+            raise SystemExit("chaos: the rogue session did not start (see %s)" % errpath)
+        self.session = first.split("=", 1)[1].strip()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            f = line.split()
+            if f and f[0].isdigit():
+                with self.cv:
+                    self.replies[int(f[0])] = dict(kv.split("=", 1) for kv in f[1:] if "=" in kv)
+                    self.cv.notify_all()
+        with self.cv:
+            self.dead = True
+            self.cv.notify_all()
+
+    def call(self, cmd, timeout=90):
+        """The reply as a dict, or None (rogue gone, or no answer in time:
+        each of its requests retries for up to 20 s through connection loss)."""
+        with self.cv:
+            self.next += 1
+            n = self.next
+            try:
+                self.proc.stdin.write("%d %s\n" % (n, cmd))
+                self.proc.stdin.flush()
+            except (OSError, ValueError):
+                self.dead = True
+            end = time.monotonic() + timeout
+            while n not in self.replies and not self.dead and time.monotonic() < end:
+                self.cv.wait(end - time.monotonic())
+            r = self.replies.pop(n, None)
+        if r is None:
+            log("rogue: no answer to %r" % cmd)
+        return r
+
+    def stop(self):
+        """Its exit status (under a sanitizer, not 0 if it found a bug)."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            return self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+
+def num(reply, key):
+    try:
+        return int((reply or {}).get(key, 0))
+    except ValueError:
+        return 0
+
+
 def parse_client_line(line):
     return {k: int(v) for k, v in (f.split("=", 1) for f in line.split()[1:]) if v.isdigit()}
 
 
 # ---- one round: clients, faults, checks ----------------------------------------------
 class Round:
-    def __init__(self, opts, ens, proxies, store, seed, kinds, work):
+    def __init__(self, opts, ens, proxies, store, rogue, seed, kinds, work):
         self.o, self.ens, self.proxies, self.store = opts, ens, proxies, store
+        self.rogue = rogue
         self.seed, self.kinds, self.work = seed, kinds, work
         self.rng = random.Random(seed)
         self.faults = dict((k, 0) for k in kinds)
@@ -295,6 +457,16 @@ class Round:
         self.held_by = {}  # client index -> such pauses
         self.per_client = {}  # client index -> its final counters
         self.procs = []
+        # the rogue's work; its figures are updated from store threads
+        self.hmu = threading.Lock()
+        self.hfig = dict((k, 0) for k in ("planted", "rewritten", "deleted", "recreated", "noauth"))
+        self.rogue_deleted = {}  # (lock, token) -> when the delete was confirmed
+        self.rogue_unsure = set()  # of those, deletes whose answer was lost
+        self.rogue_rewritten = set()  # (lock, token)
+        self.rogue_errors = 0
+        self.stalled = 0
+        self.rogue_left = 0
+        self.stolen = 0  # re-created nodes deleted by the holder they replaced
 
     def start_clients(self):
         exe = os.path.join(self.o.builddir, "tests", "chaos_client")
@@ -306,6 +478,7 @@ class Round:
                    "-p", self.store.port, "-T", self.o.session_ms, "-i", i,
                    "-x", self.seed, "-u", self.o.think_us, "-W", self.o.wait_ms]
             cmd += ["-U"] if self.o.unlocked else []
+            cmd += ["-a", CLIENT_AUTH, "-C"] if self.o.acl == "creator" else []
             self.procs.append(subprocess.Popen([str(a) for a in cmd], stdout=out, stderr=err))
             out.close()
             err.close()
@@ -374,6 +547,95 @@ class Round:
             for px in self.proxies:
                 px.clear("delay")
 
+    def hostile(self):
+        if not self.ens.healthy(90):
+            log("ensemble not healthy after 90 s; injecting anyway")
+        for k in range(self.o.locks):
+            r = self.rogue.call("plant %d" % k)
+            log("hostile: plant in l%d: %s" % (k, " ".join("%s=%s" % kv for kv in (r or {}).items())))
+            with self.hmu:
+                self.hfig["planted"] += num(r, "planted")
+                self.hfig["noauth"] += num(r, "noauth")
+                self.rogue_errors += num(r, "err") if r else 1
+        self.sleep(1, 2)
+        self.unplant()
+        if self.o.unlocked:
+            return  # token 0: no lock node to go after
+        for _ in range(self.rng.randint(3, 5)):
+            what = self.rng.choice(["rewrite", "delete", "recreate P", "recreate E", "delwaiter"])
+            k = self.rng.randrange(self.o.locks)
+            if what == "delwaiter":
+                self.rogue_op(what, k, None)
+            else:
+                self.armed_op(what, k)
+            self.sleep(0.2, 1)
+            if what == "recreate E":
+                # an ephemeral node of a live session holds the lock: let
+                # the waiters meet it, then let them through
+                self.unplant()
+        self.sleep(0.5, 1.5)
+        self.unplant()
+
+    def unplant(self):
+        # the rogue's ephemeral nodes are contenders that never leave
+        self.rogue_removal("unplant")
+
+    def rogue_removal(self, cmd):
+        r = self.rogue.call(cmd)
+        log("hostile: %s: %s" % (cmd, " ".join("%s=%s" % kv for kv in (r or {}).items())))
+        with self.hmu:
+            self.rogue_errors += 1 if r is None else num(r, "err")
+            self.stolen += num(r, "stolen")
+
+    def armed_op(self, what, k):
+        """what to the next holder of lock k, inside its critical section."""
+        done = threading.Event()
+
+        def act(lock, token):
+            try:
+                self.rogue_op(what, lock, token)
+            finally:
+                done.set()
+
+        self.store.arm_rogue(k, act)
+        if done.wait(STALL_S):
+            return
+        if self.store.disarm_rogue():
+            log("hostile: %s: nobody entered the critical section of l%d in %d s" % (what, k, STALL_S))
+            with self.hmu:
+                self.stalled += 1
+        elif not done.wait(120):
+            log("hostile: %s on l%d still running" % (what, k))
+
+    def rogue_op(self, what, k, token):
+        verb = what.split()[0]
+        cmd = "%s %d" % (verb, k) if token is None else "%s %d %d%s" % (
+            verb, k, token, what[len(verb):])
+        r = self.rogue.call(cmd)
+        t_done = time.monotonic()
+        res = (r or {}).get("result", "none-answer")
+        log("hostile: %s -> %s" % (cmd, " ".join("%s=%s" % kv for kv in (r or {}).items())))
+        key = (k, num(r, "token"))
+        with self.hmu:
+            if res == "noauth":
+                self.hfig["noauth"] += 1
+            elif res in ("err", "none-answer"):
+                self.rogue_errors += 1
+            elif res == "ok" and verb == "rewrite":
+                self.hfig["rewritten"] += 1
+                self.rogue_rewritten.add(key)
+            elif res in ("ok", "unsure"):
+                # the holder waits for the store while we act: if its node
+                # went, it went by our hand or with its session; either way
+                # the hold is lost
+                self.rogue_deleted[key] = t_done
+                if res == "unsure" and verb == "delwaiter":
+                    self.rogue_unsure.add(key)
+                self.hfig["recreated" if verb == "recreate" else "deleted"] += 1
+                if verb == "recreate" and r.get("create") != "ok":
+                    log("hostile: re-create of %s failed: %s" % (r.get("path"), r.get("create")))
+                    self.rogue_errors += 1
+
     def inject(self, kind):
         self.faults[kind] += 1
         if kind in ("leader-kill", "follower-restart", "partition"):
@@ -425,6 +687,11 @@ class Round:
             time.sleep(0.5)
 
     def count_nodes(self):
+        r = self.rogue.call("count")
+        if r is not None and num(r, "orphans") >= 0:
+            self.rogue_left = num(r, "rogue")
+            return num(r, "orphans")
+        log("rogue could not count; counting contenders with tests/locker instead")
         exe = os.path.join(self.o.builddir, "tests", "locker")
         n = 0
         for k in range(self.o.locks):
@@ -434,6 +701,56 @@ class Round:
                 if line.startswith("contenders="):
                     n += int(line.split("=")[1])
         return n
+
+    def hostile_checks(self, tot):
+        """Failures of the rules the rogue tests; sets self.figures."""
+        with self.store.mu:
+            seen = set(self.store.seen)
+            reported = dict(self.store.lost_reports)
+            acquired = dict(self.store.acquired)
+        deleted = self.rogue_deleted
+        # a deleted node whose token reached the store was a hold (the
+        # client only learns its token by acquiring); any other was waiting
+        holds = [key for key in deleted if key in seen]
+        told = [key for key in holds if key in reported]
+        waiters = [key for key in deleted if key not in seen]
+        sure_waiters = [key for key in waiters if key not in self.rogue_unsure]
+        late = [key for key in deleted if key in acquired and acquired[key] > deleted[key]]
+        rewritten_told = [key for key in self.rogue_rewritten if key in reported]
+        revoked = tot.get("revoked", 0)
+        self.figures = {
+            "deleted_holds_reported": "%d/%d" % (len(told), len(holds)),
+            "rewritten_reported": "%d/%d" % (len(rewritten_told), len(self.rogue_rewritten)),
+            "deleted_waiters": len(waiters),
+        }
+        bad = []
+        for key in holds:
+            if key not in reported:
+                log("lock %d: hold with token %d lost its node to the rogue, never reported LOST" % key)
+        if len(told) < len(holds):
+            bad.append("%d hold(s) deleted by the rogue never reported LOST" % (len(holds) - len(told)))
+        for key in late:
+            log("lock %d: acquire of token %d returned %.3f s after the rogue deleted its node"
+                % (key[0], key[1], acquired[key] - deleted[key]))
+        if late:
+            bad.append("%d acquire(s) returned ZKL_OK after their node was deleted" % len(late))
+        if not len(sure_waiters) <= revoked <= len(waiters):
+            bad.append("ZKL_EREVOKED %d times for %d waiting node(s) deleted" % (revoked, len(waiters)))
+        if self.stalled:
+            bad.append("%d lock(s) stalled (nobody held for %d s)" % (self.stalled, STALL_S))
+        if self.rogue_left:
+            bad.append("%d rogue node(s) left after its cleanup" % self.rogue_left)
+        if self.rogue_errors:
+            bad.append("the rogue failed %d time(s)" % self.rogue_errors)
+        if self.o.acl == "creator":
+            changed = sum(v for k, v in self.hfig.items() if k != "noauth")
+            if changed:
+                bad.append("the rogue changed %d node(s) despite the ACL" % changed)
+            if self.faults.get("hostile") and not self.hfig["noauth"]:
+                bad.append("the rogue never met ZNOAUTH")
+            if set(self.kinds) <= {"hostile"} and (reported or tot.get("lost", 0)):
+                bad.append("%d hold(s) lost under the ACL" % max(len(reported), tot.get("lost", 0)))
+        return bad
 
     def run(self, number):
         self.store.reset()
@@ -454,9 +771,11 @@ class Round:
         hung, failed = self.stop_clients()
         secs = time.monotonic() - t_start
         tot = self.client_totals()
-        overlaps, fenced, lost_updates, stale_ok, writes = self.store.check(self.pauses)
-        orphans = self.orphans()
-        bad = []
+        self.rogue_removal("cleanup")
+        overlaps, fenced, lost_updates, stale_ok, writes = self.store.check(self.pauses,
+                                                                            self.rogue_deleted)
+        orphans = self.orphans()  # also counts what the rogue left
+        bad = self.hostile_checks(tot)
         if overlaps:
             bad.append("overlaps")
         if lost_updates:
@@ -479,15 +798,20 @@ class Round:
         if tot.get("cycles", 0) == 0:
             bad.append("no cycles")
         faults = ",".join("%s:%d" % (k, self.faults[k]) for k in self.kinds)
-        print("chaos: seed=%d round=%d secs=%d clients=%d threads=%d locks=%d session_ms=%d "
+        hostile = ",".join("%s:%d" % (k, v) for k, v in self.hfig.items())
+        print("chaos: seed=%d round=%d secs=%d clients=%d threads=%d locks=%d session_ms=%d acl=%s "
               "cycles=%d written=%d faults=%s paused_in_cs=%d overlaps=%d lost_updates=%d stale_rejected=%d "
               "stale_accepted=%d fenced=%d lost_holds=%d orphans=%d hung=%d failed=%d "
-              "timeouts=%d errors=%d max_wait_ms=%d result=%s"
+              "timeouts=%d errors=%d max_wait_ms=%d hostile=%s deleted_holds_reported=%s "
+              "rewritten_reported=%s deleted_waiters=%d revoked=%d stalled=%d stolen=%d "
+              "rogue_left=%d rogue_errors=%d result=%s"
               % (self.seed, number, secs, self.o.clients, self.o.threads, self.o.locks,
-                 self.o.session_ms, tot.get("cycles", 0), writes, faults, self.held_pauses, overlaps, lost_updates,
-                 self.store.rejected, stale_ok, fenced, tot.get("lost", 0), orphans, hung, failed,
-                 tot.get("timeouts", 0), tot.get("errors", 0), tot.get("max_wait_ms", 0),
-                 "FAIL(%s)" % "; ".join(bad) if bad else "PASS"), flush=True)
+                 self.o.session_ms, self.o.acl, tot.get("cycles", 0), writes, faults, self.held_pauses, overlaps,
+                 lost_updates, self.store.rejected, stale_ok, fenced, tot.get("lost", 0), orphans, hung, failed,
+                 tot.get("timeouts", 0), tot.get("errors", 0), tot.get("max_wait_ms", 0), hostile,
+                 self.figures["deleted_holds_reported"], self.figures["rewritten_reported"],
+                 self.figures["deleted_waiters"], tot.get("revoked", 0), self.stalled, self.stolen,
+                 self.rogue_left, self.rogue_errors, "FAIL(%s)" % "; ".join(bad) if bad else "PASS"), flush=True)
         if self.o.unlocked:
             caught = overlaps > 0 and lost_updates > 0
             print("chaos: checker self-test: running without the lock was %s"
@@ -520,6 +844,9 @@ def main():
     ap.add_argument("--faults", default=",".join(KINDS))
     ap.add_argument("--netns", choices=["auto", "yes", "no"], default="auto",
                     help="nodes in network namespaces (needed for partition)")
+    ap.add_argument("--acl", choices=["open", "creator"], default="open",
+                    help="creator: clients authenticate and use ZKL_ACL_CREATOR; the rogue "
+                    "(another identity) must meet ZNOAUTH")
     o = ap.parse_args()
     o.builddir = os.path.abspath(o.builddir)
     kinds = [k for k in o.faults.split(",") if k]
@@ -537,7 +864,7 @@ def main():
 
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))
     work = tempfile.mkdtemp(prefix="zklchaos.")
-    ens, proxies, ok, rounds = Ensemble(o.srcdir, netns), [], True, 0
+    ens, proxies, ok, rounds, rogue = Ensemble(o.srcdir, netns), [], True, 0, None
     t0 = time.monotonic()
     try:
         ens.start()
@@ -545,8 +872,12 @@ def main():
         store.serve()
         for i, server in enumerate(ens.servers()):
             proxies.append(Proxy(o.srcdir, server, os.path.join(work, "proxy%d" % i), seed + i))
+        rogue = Rogue(os.path.join(o.builddir, "tests", "chaos_rogue"), ",".join(ens.servers()),
+                      o.root, o.locks, ROGUE_AUTH if o.acl == "creator" else None,
+                      os.path.join(work, "rogue.err"))
+        log("rogue session 0x%s, straight to %s" % (rogue.session, ",".join(ens.servers())))
         while rounds < o.rounds or time.monotonic() - t0 + o.duration <= o.until:
-            r = Round(o, ens, proxies, store, seed + rounds, kinds, work)
+            r = Round(o, ens, proxies, store, rogue, seed + rounds, kinds, work)
             try:
                 ok = r.run(rounds) and ok
             finally:
@@ -557,6 +888,10 @@ def main():
                         p.wait()
             rounds += 1
     finally:
+        if rogue and rogue.stop() != 0:
+            with open(os.path.join(work, "rogue.err")) as f:
+                log("the rogue exited with %d:\n%s" % (rogue.proc.returncode, f.read()[-2000:]))
+            ok = False
         for px in proxies:
             px.stop()
         ens.stop()

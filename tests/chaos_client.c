@@ -3,23 +3,41 @@
  *
  *   chaos_client -s HOSTS -r ROOT -l LOCKS -t THREADS -p STORE_PORT
  *                [-T SESSION_MS] [-i ID] [-x SEED] [-u THINK_US] [-W WAIT_MS] [-U]
+ *                [-a SCHEME:CREDENTIAL [-C]]
  *
  * THREADS threads share one client and LOCKS mutex objects (lock names
  * "l0".."l<LOCKS-1>" under ROOT). Each thread loops until SIGTERM: pick a
  * lock, acquire it (giving up after WAIT_MS), then do a read-modify-write on
  * the fenced store at 127.0.0.1:STORE_PORT under the lock's fencing token:
- *   "B lock token id pid"        -> "OK value" | "STALE max"
- *   "C lock token id pid value"  -> "OK"       | "STALE max"
+ *   "B lock token id pid acquired_ms"  -> "OK value" | "STALE max"
+ *   "C lock token id pid value"        -> "OK"       | "STALE max"
  * then release. A thread never skips the write because its hold was LOST:
- * the store, not the client, must turn a late writer away.
+ * the store, not the client, must turn a late writer away. acquired_ms is
+ * when the acquire returned (zkl_now_ms(), CLOCK_MONOTONIC like the
+ * store's clock).
+ *
+ * Every hold known to be lost is told to the store, so that the checker
+ * can match it with what was done to the lock nodes (tests/chaos_rogue):
+ *   "L lock token id pid how"          -> "OK"
+ * how is "unlock" (unlock returned ZKL_ELOST) or "state" (the state
+ * callback said LOST); a hold may be told twice. An acquire that ends in
+ * ZKL_EREVOKED (someone deleted our waiting node) is counted, not an
+ * error, and the thread tries again.
+ *
+ * CHAOS_CLIENT_LOG=LEVEL (1 error .. 4 debug) in the environment sends the
+ * library's log to stderr, stamped with zkl_now_ms().
+ *
+ * -a authenticates every session (zkl_client_options_t auth_scheme and
+ * auth, e.g. "digest:chaos:secret"); -C gives zklock's nodes, and the
+ * parents it creates, ZKL_ACL_CREATOR.
  *
  * -U skips the lock and sends token 0: the checker's own test (tests/chaos.py
  * --unlocked), which must then report overlaps and lost updates.
  *
  * On SIGTERM it finishes the cycles under way, destroys everything and
  * prints one line:
- *   client id=I pid=P cycles=N written=N stale=N lost=N timeouts=N
- *   errors=N max_wait_ms=N
+ *   client id=I pid=P cycles=N written=N stale=N lost=N revoked=N
+ *   timeouts=N errors=N max_wait_ms=N
  * Exit 0, or 1 if setup or teardown failed.
  */
 #include <arpa/inet.h>
@@ -43,12 +61,17 @@
 
 static const char *hosts, *root = "/chaos";
 static int nlocks = 3, nthreads = 4, store_port, session_ms = 6000, id;
-static int think_us = 2000, wait_ms = 120000, unlocked;
+static int think_us = 2000, wait_ms = 120000, unlocked, acl_creator;
+static const char *auth;
 static unsigned seed = 1;
 static zkl_client_t *client;
 static zkl_mutex_t *mutexes[MAX_LOCKS];
 static atomic_int stopping, running;
-static atomic_long cycles, written, stale, lost, timeouts, errors, max_wait;
+static atomic_long cycles, written, stale, lost, revoked, timeouts, errors, max_wait;
+/* The state callbacks' own store connection: they run on the client's
+ * event thread, never on a worker's. */
+static int report_fd = -1;
+static pthread_mutex_t report_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void die(const char *what, int rc) {
   fprintf(stderr, "chaos_client %d: %s: %s\n", id, what, zkl_strerror(rc));
@@ -87,6 +110,25 @@ static void store_ask(int fd, const char *req, char *rep, size_t size) {
   rep[n] = '\0';
 }
 
+static void report_lost(int fd, int k, uint64_t token, const char *how) {
+  char req[160], rep[80];
+  snprintf(req, sizeof req, "L %d %" PRIu64 " %d %d %s\n", k, token, id, (int)getpid(), how);
+  store_ask(fd, req, rep, sizeof rep);
+}
+
+static void on_state(zkl_mutex_t *m, int state, uint64_t token, void *ctx) {
+  (void)m;
+  if (state != ZKL_STATE_LOST) return;
+  pthread_mutex_lock(&report_mu);
+  report_lost(report_fd, (int)(uintptr_t)ctx, token, "state");
+  pthread_mutex_unlock(&report_mu);
+}
+
+static void log_line(void *ctx, int level, const char *msg) {
+  (void)ctx;
+  fprintf(stderr, "%" PRId64 " chaos_client %d log %d: %s\n", zkl_now_ms(), id, level, msg);
+}
+
 static void note_max(atomic_long *slot, long v) {
   long cur = atomic_load(slot);
   while (v > cur && !atomic_compare_exchange_weak(slot, &cur, v)) {
@@ -94,10 +136,11 @@ static void note_max(atomic_long *slot, long v) {
 }
 
 /* The critical section: read, think, write back value + 1. */
-static void fenced_update(int fd, int k, uint64_t token, unsigned *rs) {
+static void fenced_update(int fd, int k, uint64_t token, int64_t acquired, unsigned *rs) {
   char req[160], rep[80];
   long value;
-  snprintf(req, sizeof req, "B %d %" PRIu64 " %d %d\n", k, token, id, (int)getpid());
+  snprintf(req, sizeof req, "B %d %" PRIu64 " %d %d %" PRId64 "\n", k, token, id, (int)getpid(),
+           acquired);
   store_ask(fd, req, rep, sizeof rep);
   if (sscanf(rep, "OK %ld", &value) != 1) {
     atomic_fetch_add(&stale, 1);
@@ -116,10 +159,10 @@ static void fenced_update(int fd, int k, uint64_t token, unsigned *rs) {
 
 static void one_cycle(int fd, unsigned *rs) {
   int k = (int)(rand_r(rs) % (unsigned)nlocks), rc;
-  int64_t t0 = zkl_now_ms();
+  int64_t t0 = zkl_now_ms(), acquired;
   uint64_t token = 0;
   if (unlocked) {
-    fenced_update(fd, k, 0, rs);
+    fenced_update(fd, k, 0, zkl_now_ms(), rs);
     atomic_fetch_add(&cycles, 1);
     return;
   }
@@ -129,17 +172,23 @@ static void one_cycle(int fd, unsigned *rs) {
     atomic_fetch_add(&timeouts, 1);
     return;
   }
+  if (rc == ZKL_EREVOKED) {
+    atomic_fetch_add(&revoked, 1);
+    return;
+  }
   if (rc != ZKL_OK) {
     fprintf(stderr, "chaos_client %d: lock: %s\n", id, zkl_err_name(rc));
     atomic_fetch_add(&errors, 1);
     return;
   }
-  note_max(&max_wait, (long)(zkl_now_ms() - t0));
+  acquired = zkl_now_ms();
+  note_max(&max_wait, (long)(acquired - t0));
   if (zkl_mutex_token(mutexes[k], &token) != ZKL_OK) atomic_fetch_add(&errors, 1);
-  fenced_update(fd, k, token, rs);
+  fenced_update(fd, k, token, acquired, rs);
   rc = zkl_mutex_unlock(mutexes[k]);
   if (rc == ZKL_ELOST) {
     atomic_fetch_add(&lost, 1);
+    report_lost(fd, k, token, "unlock");
   } else if (rc != ZKL_OK) {
     fprintf(stderr, "chaos_client %d: unlock: %s\n", id, zkl_err_name(rc));
     atomic_fetch_add(&errors, 1);
@@ -158,13 +207,14 @@ static void *worker(void *arg) {
 
 static void usage(void) {
   fprintf(stderr, "usage: chaos_client -s HOSTS -r ROOT -l LOCKS -t THREADS -p STORE_PORT "
-                  "[-T SESSION_MS] [-i ID] [-x SEED] [-u THINK_US] [-W WAIT_MS] [-U]\n");
+                  "[-T SESSION_MS] [-i ID] [-x SEED] [-u THINK_US] [-W WAIT_MS] [-U] "
+                  "[-a SCHEME:CREDENTIAL [-C]]\n");
   exit(64);
 }
 
 static void parse(int argc, char **argv) {
   int c;
-  while ((c = getopt(argc, argv, "s:r:l:t:p:T:i:x:u:W:U")) != -1) {
+  while ((c = getopt(argc, argv, "s:r:l:t:p:T:i:x:u:W:Ua:C")) != -1) {
     switch (c) {
       case 's': hosts = optarg; break;
       case 'r': root = optarg; break;
@@ -177,11 +227,14 @@ static void parse(int argc, char **argv) {
       case 'u': think_us = atoi(optarg); break;
       case 'W': wait_ms = atoi(optarg); break;
       case 'U': unlocked = 1; break;
+      case 'a': auth = optarg; break;
+      case 'C': acl_creator = 1; break;
       default: usage();
     }
   }
   if (!hosts || store_port <= 0 || nlocks < 1 || nlocks > MAX_LOCKS || nthreads < 1 ||
-      nthreads > MAX_THREADS || think_us < 0 || wait_ms <= 0)
+      nthreads > MAX_THREADS || think_us < 0 || wait_ms <= 0 || (acl_creator && !auth) ||
+      (auth && !strchr(auth, ':')))
     usage();
 }
 
@@ -203,13 +256,27 @@ int main(int argc, char **argv) {
   zkl_mutex_options_t mo = {.root = NULL};
   pthread_t th[MAX_THREADS];
   sigset_t set;
-  char name[16];
+  char name[16], scheme[32] = "";
   int k, rc, fail = 0;
 
   parse(argc, argv);
   mo.root = root;
+  mo.state_fn = on_state;
   co.session_timeout_ms = session_ms;
   co.connect_timeout_ms = 60000;
+  if (getenv("CHAOS_CLIENT_LOG")) {
+    co.log_fn = log_line;
+    co.log_level = atoi(getenv("CHAOS_CLIENT_LOG"));
+  }
+  if (auth) {
+    size_t n = (size_t)(strchr(auth, ':') - auth);
+    if (n >= sizeof scheme) usage();
+    memcpy(scheme, auth, n);
+    co.auth_scheme = scheme;
+    co.auth = auth + n + 1;
+    co.acl = acl_creator ? ZKL_ACL_CREATOR : ZKL_ACL_OPEN;
+  }
+  report_fd = store_connect();
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
@@ -217,6 +284,7 @@ int main(int argc, char **argv) {
   if ((rc = zkl_client_create(&client, hosts, &co)) != ZKL_OK) die("client", rc);
   for (k = 0; k < nlocks; k++) {
     snprintf(name, sizeof name, "l%d", k);
+    mo.state_ctx = (void *)(uintptr_t)k;
     if ((rc = zkl_mutex_create(&mutexes[k], client, name, &mo)) != ZKL_OK) die("mutex", rc);
   }
   atomic_store(&running, nthreads);
@@ -236,10 +304,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "chaos_client %d: client destroy: %s\n", id, zkl_err_name(rc));
     fail = 1;
   }
-  printf("client id=%d pid=%d cycles=%ld written=%ld stale=%ld lost=%ld timeouts=%ld "
-         "errors=%ld max_wait_ms=%ld\n",
+  printf("client id=%d pid=%d cycles=%ld written=%ld stale=%ld lost=%ld revoked=%ld "
+         "timeouts=%ld errors=%ld max_wait_ms=%ld\n",
          id, (int)getpid(), atomic_load(&cycles), atomic_load(&written), atomic_load(&stale),
-         atomic_load(&lost), atomic_load(&timeouts), atomic_load(&errors),
+         atomic_load(&lost), atomic_load(&revoked), atomic_load(&timeouts), atomic_load(&errors),
          atomic_load(&max_wait));
   return fail;
 }
