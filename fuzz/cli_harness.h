@@ -1,6 +1,7 @@
 /* cli_harness.h: the body shared by the command-line fuzz targets. The
  * including file defines TOOL (a string), includes the tool's source with
- * main renamed, and defines OPTS_INIT, the tool's default struct opts. */
+ * main renamed, and defines OPTS_INIT, the tool's default struct opts
+ * (the tool's own OPTS_DEFAULT, so that the two cannot drift apart). */
 #ifndef ZKLOCK_FUZZ_CLI_HARNESS_H
 #define ZKLOCK_FUZZ_CLI_HARNESS_H
 
@@ -39,6 +40,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   argv[argc] = NULL;
   optind = 0; /* glibc: full re-initialisation of getopt */
   parse(argc, argv, &o, &first);
+  free(o.cc.scheme); /* an --auth-file the input named may have been read */
+  free(o.cc.cred);
   free(buf);
   return 0;
 }

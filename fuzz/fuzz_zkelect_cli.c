@@ -4,5 +4,5 @@
 #undef main
 
 #define TOOL "zkelect"
-#define OPTS_INIT {"127.0.0.1:2181", "/election", NULL, 0, 0, 10000, 5000}
+#define OPTS_INIT OPTS_DEFAULT
 #include "cli_harness.h"

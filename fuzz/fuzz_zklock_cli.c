@@ -4,5 +4,5 @@
 #undef main
 
 #define TOOL "zklock"
-#define OPTS_INIT {"127.0.0.1:2181", "/locks", 0, 0, -1, 1, 10000, 5000}
+#define OPTS_INIT OPTS_DEFAULT
 #include "cli_harness.h"

@@ -20,7 +20,7 @@ fi
 # config.h is only needed for PACKAGE_VERSION
 printf '#define PACKAGE_VERSION "fuzz"\n' >"$out/config.h"
 LIB="lib/errors.c lib/util.c lib/policy.c lib/zkcall.c lib/client.c lib/queue.c lib/inspect.c lib/mutex.c lib/election.c"
-FLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -DTHREADED -Iinclude -I$out -I$top/build/normal/include"
+FLAGS="-g -O1 -Wall -Werror -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -DTHREADED -Iinclude -I$out -I$top/build/normal/include"
 [ -f include/zklock_version.h ] || [ -f build/normal/include/zklock_version.h ] ||
   sed -e 's/@ZKL_VERSION_MAJOR@/0/;s/@ZKL_VERSION_MINOR@/0/;s/@ZKL_VERSION_PATCH@/0/;s/@PACKAGE_VERSION@/fuzz/' \
     include/zklock_version.h.in >"$out/zklock_version.h"

@@ -28,7 +28,7 @@ static void test_basic_cycle(void) {
   CHECK_INT(queue_len("basic"), ==, 1);
   CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
   CHECK_INT(zkl_mutex_state(m), ==, ZKL_STATE_NONE);
-  CHECK_INT(queue_len("basic"), ==, 0);
+  CHECK_INT(queue_count("basic"), ==, 0);
   CHECK_RC(zkl_mutex_destroy(m), ZKL_OK);
   CHECK_RC(zkl_client_destroy(c), ZKL_OK);
 }
@@ -57,7 +57,7 @@ static void test_reentrant_costs_no_request(void) {
   CHECK_INT(queue_len("reent"), ==, 1);
   CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
   CHECK(zkl_client_request_count(c) > after_lock);
-  CHECK_INT(queue_len("reent"), ==, 0);
+  CHECK_INT(queue_count("reent"), ==, 0);
   CHECK_RC(zkl_mutex_unlock(m), ZKL_ENOTOWNER);
   /* a short uncontended cycle: create + getChildren, then sync + a read
    * that vouches for our node's identity (no watch does yet) + delete,
@@ -94,7 +94,7 @@ static void test_try_and_timed(void) {
   CHECK_RC(zkl_mutex_timedlock(mb, 0), ZKL_OK);
   CHECK_RC(zkl_mutex_trylock(ma), ZKL_EBUSY);
   CHECK_RC(zkl_mutex_unlock(mb), ZKL_OK);
-  CHECK_INT(queue_len("tt"), ==, 0);
+  CHECK_INT(queue_count("tt"), ==, 0);
   zkl_mutex_destroy(ma);
   zkl_mutex_destroy(mb);
   zkl_client_destroy(a);
@@ -146,7 +146,7 @@ static void test_cancel(void) {
   CHECK_INT(queue_len("cancel"), ==, 1);
   CHECK_INT(zkl_mutex_state(ma), ==, ZKL_STATE_HELD);
   CHECK_RC(zkl_mutex_unlock(ma), ZKL_OK);
-  CHECK_INT(queue_len("cancel"), ==, 0);
+  CHECK_INT(queue_count("cancel"), ==, 0);
   CHECK_RC(zkl_mutex_destroy(mb), ZKL_OK);
   zkl_mutex_destroy(ma);
   zkl_client_destroy(a);
@@ -184,7 +184,7 @@ static void test_fifo(void) {
     zkl_mutex_destroy(m[i]);
     zkl_client_destroy(cl[i]);
   }
-  CHECK_INT(queue_len("fifo"), ==, 0);
+  CHECK_INT(queue_count("fifo"), ==, 0);
   zkl_mutex_destroy(mh);
   zkl_client_destroy(h);
 }
@@ -225,7 +225,7 @@ static void test_threads_exclude(void) {
   CHECK_RC(zkl_mutex_lock(m), ZKL_OK); /* nested */
   /* destroying a mutex the calling thread holds releases it */
   CHECK_RC(zkl_mutex_destroy(m), ZKL_OK);
-  CHECK_INT(queue_len("threads"), ==, 0);
+  CHECK_INT(queue_count("threads"), ==, 0);
   CHECK_RC(zkl_mutex_destroy(m), ZKL_EINVAL); /* double destroy */
   CHECK_RC(zkl_client_destroy(c), ZKL_OK);
   CHECK_RC(zkl_client_destroy(c), ZKL_EINVAL);

@@ -44,6 +44,10 @@ struct opts {
   int leader, lose_on_disconnect;
   long grace_ms;
 };
+/* main()'s options before parsing; fuzz/fuzz_zkelect_cli.c starts from it too. */
+#define OPTS_DEFAULT                                                           \
+  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL}, "/election", NULL, 0, 0, 5000}
+
 
 static void cancel_campaign(void *e) { zkl_election_resign(e); }
 
@@ -169,8 +173,7 @@ static int lead(zkl_client_t *c, zkl_election_t *e, const struct opts *o,
 }
 
 int main(int argc, char **argv) {
-  struct opts o = {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL},
-                   "/election", NULL, 0, 0, 5000};
+  struct opts o = OPTS_DEFAULT;
   zkl_election_options_t eo = {0};
   zkl_client_t *c = NULL;
   zkl_election_t *e = NULL;

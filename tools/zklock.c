@@ -46,6 +46,10 @@ struct opts {
   double wait_s; /* < 0: wait forever */
   long conflict, grace_ms;
 };
+/* main()'s options before parsing; fuzz/fuzz_zklock_cli.c starts from it too. */
+#define OPTS_DEFAULT                                                           \
+  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL}, "/locks", 0, 0, -1, 1, 5000}
+
 
 static void cancel_lock(void *m) { zkl_mutex_cancel(m); }
 
@@ -178,8 +182,7 @@ static int run_locked(zkl_client_t *c, zkl_mutex_t *m, const char *name,
 }
 
 int main(int argc, char **argv) {
-  struct opts o = {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL},
-                   "/locks", 0, 0, -1, 1, 5000};
+  struct opts o = OPTS_DEFAULT;
   zkl_mutex_options_t mo = {0};
   zkl_client_t *c = NULL;
   zkl_mutex_t *m = NULL;
