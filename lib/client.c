@@ -567,11 +567,6 @@ static void session_watcher(zhandle_t *zh, int type, int state,
  * name by someone else is never taken for ours. */
 static void own_event(zkl_client_t *c, zkl__acq_t *a, int type) {
   a->own_watch = ZKL__OWN_NONE;
-  if (a->rel_sess) { /* being released: only remove_node() may judge */
-    if (type == ZOO_DELETED_EVENT && a->rel_sync && !a->rel_sync->done)
-      a->foreign_gone = 1;
-    return;
-  }
   if (type == ZOO_DELETED_EVENT) {
     if (is_hold(a)) {
       zkl__lose(c, a, "deleted by someone else");
@@ -599,8 +594,7 @@ void zkl__path_watcher(zhandle_t *zh, int type, int state, const char *path,
     return;
   pthread_mutex_lock(&c->mu);
   for (a = c->acqs; a; a = a->next) {
-    zkl__session_t *as = a->sess ? a->sess : a->rel_sess;
-    if (!as || as->zh != zh)
+    if (!a->sess || a->sess->zh != zh)
       continue;
     if (a->watch_path && strcmp(a->watch_path, path) == 0) {
       a->woke = 1;

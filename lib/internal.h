@@ -144,12 +144,6 @@ struct zkl__acq {
   int woke;
   int session_lost;
   int revoked; /* our waiting node was deleted or replaced by someone */
-  /* During a judged release (under c->mu): the session our node is on,
-   * the sync sent ahead of our delete, and whether our node was deleted
-   * by someone else before that sync answered (see remove_node()). */
-  zkl__session_t *rel_sess;
-  struct zkl__call *rel_sync;
-  int foreign_gone;
   pthread_cond_t cv;
   zkl__acq_t *prev, *next; /* client's list of acquisitions */
 };

@@ -675,54 +675,42 @@ static int run(run_t *r) {
  * the code is then the session's verdict (ZOK or ZSESSIONEXPIRED) instead:
  * a release must not report a hold as kept when it cannot know.
  *
- * Also with `judge`, the release checks that the node is still ours, in
- * the same round trip as the delete: a sync first, so that our server has
- * applied whatever anyone committed before we began; then, unless a watch
- * on our node vouches for it, a read of its czxid and owner. A delete by
- * someone else shows as our watch firing before the sync answers (our own
- * delete can only fire it after), a delete and re-create as a node that is
- * not ours: either way ZNONODE, the hold was not ours to the end. */
+ * Also with `judge`, a read of the node's czxid and owner goes in the same
+ * round trip as the delete: a node deleted and re-created by someone else
+ * gives ZNONODE, the hold was not ours to the end. The read sees whatever
+ * our server had applied when it answered, and nothing our watch could
+ * tell us sooner: a change our server applies only after the read (one
+ * committed through another server in that very instant) is judged as
+ * after the unlock. A sync ahead of the read would close that instant, at
+ * the cost of a round trip to the leader on every unlock. */
 static int remove_node(zkl_client_t *c, zkl__acq_t *a, int judge) {
   zkl__session_t *s = a->sess;
-  zkl__call_t sy, st, del, *ptrs[3];
+  zkl__call_t st, del, *ptrs[2] = {&st, &del};
   uint64_t epoch = c->conn_epoch;
-  int rc, n = 0, left;
+  int rc, left;
   if (!a->path || !s)
     return s ? ZOK : ZSESSIONEXPIRED;
   a->sess = NULL;
   if (s->expired) {
     rc = ZSESSIONEXPIRED;
   } else {
-    int read = judge && a->own_watch != ZKL__OWN_OK;
-    if (judge) {
-      zkl__call_init(&sy, c, &a->cv);
-      ptrs[n++] = &sy;
-      a->rel_sess = s;
-      a->rel_sync = &sy;
-      a->foreign_gone = 0;
-    }
-    if (read) {
-      zkl__call_init(&st, c, &a->cv);
-      ptrs[n++] = &st;
-    }
+    zkl__call_init(&st, c, &a->cv);
     zkl__call_init(&del, c, &a->cv);
-    ptrs[n++] = &del;
-    zkl__call_batch(ptrs, n, &left);
+    if (judge)
+      zkl__call_batch(ptrs, 2, &left);
     pthread_mutex_unlock(&c->mu);
     if (judge)
-      zkl__sync(&sy, s, a->path);
-    if (read)
       zkl__exists(&st, s, a->path);
     zkl__delete(&del, s, a->path);
     pthread_mutex_lock(&c->mu);
-    zkl__call_wait(ptrs, n);
-    a->rel_sess = NULL;
-    a->rel_sync = NULL;
+    if (judge)
+      zkl__call_wait(ptrs, 2);
+    else
+      zkl__call_wait(&ptrs[1], 1);
     rc = del.rc;
-    if (rc == ZOK && (a->foreign_gone ||
-                      (read && st.rc == ZOK && !zkl__owns_on(a, s, &st.stat)))) {
+    if (rc == ZOK && judge && st.rc == ZOK && !zkl__owns_on(a, s, &st.stat)) {
       zkl__post_log(c, ZKL_LOG_WARN,
-                    "%s: deleted or replaced by someone else before unlock",
+                    "%s: deleted and re-created by someone else before unlock",
                     a->path);
       rc = ZNONODE;
     }
@@ -789,9 +777,7 @@ int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a, int judge) {
   int rc = ZKL_OK, st;
   pthread_mutex_lock(&c->mu);
   st = atomic_load(&a->state);
-  /* Still linked while its node is deleted, so that the watcher can tell
-   * remove_node() of someone else's delete; a->sess is NULL meanwhile, so
-   * nothing takes our own delete for a loss. */
+  zkl__acq_unlink(c, a); /* our own delete is not a loss */
   if (st == ZKL_STATE_LOST) {
     rc = ZKL_ELOST;
   } else {
@@ -800,7 +786,6 @@ int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a, int judge) {
     if (zrc == ZNONODE || is_session_error(zrc))
       rc = ZKL_ELOST;
   }
-  zkl__acq_unlink(c, a);
   atomic_store(&a->state, ZKL_STATE_NONE);
   zkl__post_state(c, a, ZKL_STATE_NONE);
   acq_free(c, a);

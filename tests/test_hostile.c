@@ -223,9 +223,9 @@ static void proxy_delay(int on) {
 
 /* A delete and re-create committed just before unlock, on a hold whose
  * own-node watch is set (taken by hand-off): the event reaches the holder
- * only after its unlock began (its link is slowed by the proxy, as a
- * lagging server would), and its delete then removes the re-created node
- * without an error. The unlock must still say ZKL_ELOST. */
+ * only after its unlock began (its link is slowed by the proxy), and its
+ * delete then removes the re-created node without an error. The unlock
+ * must still say ZKL_ELOST. */
 static void test_recreate_just_before_unlock(void) {
   const char *via = getenv("ZKL_TEST_PROXY");
   zkl_client_t *a = client(10000), *b = NULL;
