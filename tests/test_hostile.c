@@ -416,10 +416,19 @@ static void test_fork(void) {
 static void test_past_deadline_first_use(void) {
   zkl_client_t *c = client(10000);
   zkl_mutex_t *m;
+  uint64_t before;
   new_root();
+  /* a persistent root, as /locks usually is: nothing reaps it meanwhile */
+  CHECK_INT(zoo_create(admin, root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),
+            ==, ZOK);
   m = mutex(c, "first-use");
   CHECK_INT(queue_len("first-use"), ==, -1);
+  before = zkl_client_request_count(c);
   CHECK_RC(zkl_mutex_timedlock(m, 0), ZKL_OK);
+  /* parents are made deepest first: create + list (ZNONODE), one create
+   * of the lock's parent, create + list again (8 requests when every
+   * level was created, existing ones included) */
+  CHECK_INT(zkl_client_request_count(c) - before, ==, 5);
   CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
   zkl_mutex_destroy(m);
   zkl_client_destroy(c);
