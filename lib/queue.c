@@ -324,6 +324,11 @@ static int join(run_t *r, zkl__call_t *ls) {
   }
   zkl__call_free(&cr);
   zkl__call_free(ls);
+  /* The listing's names are gone, but not its code, which may be ZOK
+   * (the create failed for want of memory, the listing did not): recover()
+   * can still give ZKL_OK, and run() would take the empty list for a fresh
+   * one and our node for deleted. Found by the model (model/, F2). */
+  ls->rc = ZCONNECTIONLOSS;
   if (rc == ZNONODE) {
     if (++r->nonode > NONODE_RETRIES) {
       zkl__session_put(c, s);
