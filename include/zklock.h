@@ -406,9 +406,10 @@ ZKL_EXTERN int zkl_mutex_unlock(zkl_mutex_t *mutex);
 ZKL_EXTERN int zkl_mutex_cancel(zkl_mutex_t *mutex);
 
 /*
- * Confirm the calling thread's hold with the ensemble now (one read on its
- * session): our node still exists, was created by us, and belongs to our
- * current session. Returns ZKL_OK; ZKL_ELOST (the hold is gone, and is
+ * Confirm the calling thread's hold with the ensemble now (a sync and a
+ * read on its session, one round trip through the leader): our node still
+ * exists, was created by us, and belongs to our current session, as of
+ * every write committed before the call. Returns ZKL_OK; ZKL_ELOST (the hold is gone, and is
  * marked LOST); ZKL_ENOTOWNER; a ZooKeeper code when it cannot tell
  * (e.g. ZCONNECTIONLOSS: the hold is then AT_RISK, not lost). For a
  * caller that was stopped or paused and wants to know before acting.

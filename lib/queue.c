@@ -545,16 +545,24 @@ static int wait_pred(run_t *r, char *pred, int sole, uint64_t epoch) {
 }
 
 /* Reads the stat of a's node on session s; under c->mu, dropped while
- * the request is out. Returns the ZooKeeper code. */
+ * the requests are out. With `sync`, a sync goes first in the same round
+ * trip, so that the read sees every write committed before the call,
+ * through any server. Returns the read's ZooKeeper code. */
 static int stat_own(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a,
-                    struct Stat *out) {
-  zkl__call_t st, *ptrs[1] = {&st};
+                    int sync, struct Stat *out) {
+  zkl__call_t sy, st, *ptrs[2] = {&sy, &st};
+  int left;
   s->refs++;
+  zkl__call_init(&sy, c, &a->cv);
   zkl__call_init(&st, c, &a->cv);
+  if (sync)
+    zkl__call_batch(ptrs, 2, &left);
   pthread_mutex_unlock(&c->mu);
+  if (sync)
+    zkl__sync(&sy, s, a->path);
   zkl__exists(&st, s, a->path);
   pthread_mutex_lock(&c->mu);
-  zkl__call_wait(ptrs, 1);
+  zkl__call_wait(ptrs + !sync, sync ? 2 : 1);
   *out = st.stat;
   zkl__session_put(c, s); /* a->sess or the caller keeps it alive */
   return st.rc;
@@ -580,7 +588,7 @@ static int confirm_owner(run_t *r, int fresh) {
     return RETRY;
   if ((rc = stopped(r)) != ZKL_OK)
     return rc;
-  rc = stat_own(c, s, a, &st);
+  rc = stat_own(c, s, a, 0, &st);
   if (rc == ZOK && zkl__owns(a, &st) && s == c->sess && !s->expired)
     return HOLD;
   if (zkl__is_conn_error(rc))
@@ -812,7 +820,7 @@ int zkl__queue_verify(zkl__queue_t *q, zkl__acq_t *a) {
     return ZKL_ELOST;
   }
   s->refs++; /* past stat_own: a loss meanwhile drops a->sess's */
-  rc = stat_own(c, s, a, &st);
+  rc = stat_own(c, s, a, 1, &st);
   if (rc == ZOK && a->sess == s && zkl__owns(a, &st)) {
     rc = ZKL_OK;
   } else if (rc == ZOK || rc == ZNONODE || is_session_error(rc) ||
