@@ -326,8 +326,9 @@ static void test_parent_recreated_tokens_increase(void) {
     /* Parents are container nodes: the server removes them once empty.
      * Our test ensemble checks every second (znode.container.
      * checkIntervalMs), not every minute as by default; the stat does not
-     * show a container, so this is the only way to see one. */
-    WAIT_FOR(zoo_exists(admin, dir, 0, NULL) == ZNONODE, 10000);
+     * show a container, so this is the only way to see one. Once, under
+     * TSan on a loaded machine, 10 s were not enough: allow 30. */
+    WAIT_FOR(zoo_exists(admin, dir, 0, NULL) == ZNONODE, 30000);
     CHECK_INT(zoo_exists(admin, dir, 0, NULL), ==, ZNONODE);
     CHECK_RC(zkl_mutex_lock(m), ZKL_OK); /* created again */
     CHECK_RC(zkl_mutex_token(m, &t1), ZKL_OK);
