@@ -380,20 +380,22 @@ ZKL_EXTERN int zkl_mutex_timedlock(zkl_mutex_t *mutex, int64_t deadline_ms);
  * the same, whatever its depth); ZKL_EINVAL.
  *
  * ZKL_OK from the last level means the hold was still ours when unlock was
- * called: our node was there, with our creation zxid and our session as
- * its owner. A node deleted (or deleted and re-created by another client)
- * gives ZKL_ELOST: unlock reads the node's identity in the same round
- * trip as its delete, so any such change our ZooKeeper server has applied
- * when it answers is judged (one it has not applied yet, committed in
- * that very instant through another server, is not: a sync would be
- * needed, a round trip to the leader on every unlock). A node another client deleted and re-created under our
- * name (a name only we may use) before we heard of it is deleted by that
- * round trip, which also reports the loss; a node already known not to
- * be ours is never deleted. If the delete fails for want of a connection, unlock waits for the
- * session's fate: reconnected (ZKL_OK), expired, or still disconnected after
- * about a third of the session timeout (ZKL_ELOST). So a process stopped
- * past its session timeout inside the critical section (a debugger, a VM
- * pause, swapping) learns here that others may have held the lock.
+ * called: our node was there, with our creation zxid and our session as its
+ * owner. A node deleted (or deleted and re-created by another client) gives
+ * ZKL_ELOST: unlock reads the node's identity in the same round trip as its
+ * delete, so any such change our ZooKeeper server has applied when it
+ * answers is judged (one it has not applied yet, committed in that very
+ * instant through another server, is not: a sync would be needed, a round
+ * trip to the leader on every unlock). A node another client deleted and
+ * re-created under our name (a name only we may use) before we heard of it
+ * is deleted by that round trip, which also reports the loss (as does a
+ * delete that landed while the read went unanswered: nothing vouches for
+ * what it deleted); a node already known not to be ours is never deleted. If
+ * the delete fails for want of a connection, unlock waits for the session's
+ * fate: reconnected (ZKL_OK), expired, or still disconnected after about a
+ * third of the session timeout (ZKL_ELOST). So a process stopped past its
+ * session timeout inside the critical section (a debugger, a VM pause,
+ * swapping) learns here that others may have held the lock.
  */
 ZKL_EXTERN int zkl_mutex_unlock(zkl_mutex_t *mutex);
 

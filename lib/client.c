@@ -7,8 +7,8 @@
  *    user;
  *  - the client's event thread, which runs user callbacks (with no lock
  *    held), replaces an expired session, closes dead ZooKeeper handles,
- *    retries deletes that could not reach the server, and declares holds
- *    LOST when the connection has been down too long. */
+ *    finishes deletes that could not reach the server (deferred.c), and
+ *    declares holds LOST when the connection has been down too long. */
 #include "config.h"
 
 #include <errno.h>
@@ -43,20 +43,6 @@ struct zkl__event {
   int level;
   char *msg;
   struct zkl__event *next;
-};
-
-/* A node to delete once connected: by path, or (when a create's reply was
- * lost) by the guid in its name. Dropped when its session ends, which
- * removes the node anyway. */
-struct zkl__pdel {
-  zkl_client_t *c;
-  zkl__session_t *s;
-  char *path;
-  char *dir;
-  char guid[ZKL__GUID_LEN + 1];
-  int inflight;
-  int done;
-  struct zkl__pdel *next;
 };
 
 /* ---- logging ------------------------------------------------------------- */
@@ -256,99 +242,6 @@ void zkl__wait_cb_refs(zkl_client_t *c, zkl__queue_t *q) {
   }
   while (q->cb_refs > 0)
     pthread_cond_wait(&c->cv, &c->mu);
-}
-
-/* ---- deferred deletes ---------------------------------------------------- */
-
-static void defer(zkl_client_t *c, zkl__session_t *s, const char *path,
-                  const char *dir, const char *guid) {
-  struct zkl__pdel *p = calloc(1, sizeof *p);
-  if (!p)
-    return; /* the node still goes when the session ends */
-  p->c = c;
-  p->s = s;
-  s->refs++;
-  p->path = path ? zkl__strdup(path) : NULL;
-  p->dir = dir ? zkl__strdup(dir) : NULL;
-  if (guid)
-    memcpy(p->guid, guid, sizeof p->guid);
-  p->next = c->pdel;
-  c->pdel = p;
-  pthread_cond_broadcast(&c->cv);
-}
-
-void zkl__defer_delete(zkl_client_t *c, zkl__session_t *s, const char *path) {
-  zkl__post_log(c, ZKL_LOG_INFO, "%s: will be deleted once connected", path);
-  defer(c, s, path, NULL, NULL);
-}
-
-void zkl__defer_find_delete(zkl_client_t *c, zkl__session_t *s,
-                            const char *dir, const char *guid) {
-  defer(c, s, NULL, dir, guid);
-}
-
-static void on_pdel_deleted(int rc, const void *data) {
-  struct zkl__pdel *p = (struct zkl__pdel *)data;
-  zkl_client_t *c = p->c;
-  pthread_mutex_lock(&c->mu);
-  p->inflight = 0;
-  if (!zkl__is_conn_error(rc))
-    p->done = 1; /* deleted, already gone, or the session is over */
-  pthread_cond_broadcast(&c->cv);
-  pthread_mutex_unlock(&c->mu);
-}
-
-static void on_pdel_listed(int rc, const struct String_vector *v,
-                           const void *data) {
-  struct zkl__pdel *p = (struct zkl__pdel *)data;
-  zkl_client_t *c = p->c;
-  int i;
-  pthread_mutex_lock(&c->mu);
-  p->inflight = 0;
-  if (rc == ZOK) {
-    p->done = 1; /* unless our guid is there: then delete that node */
-    for (i = 0; v && i < v->count; i++)
-      if (strstr(v->data[i], p->guid)) {
-        char *slash = zkl__join(p->dir, "/");
-        p->path = slash ? zkl__join(slash, v->data[i]) : NULL;
-        free(slash);
-        p->done = p->path == NULL;
-        break;
-      }
-  } else if (!zkl__is_conn_error(rc)) {
-    p->done = 1;
-  }
-  pthread_cond_broadcast(&c->cv);
-  pthread_mutex_unlock(&c->mu);
-}
-
-/* Event thread, under c->mu: send what is due, free what is finished. */
-static void pdel_run(zkl_client_t *c) {
-  struct zkl__pdel **pp = &c->pdel, *p;
-  while ((p = *pp)) {
-    if (!p->inflight && (p->done || p->s->expired)) {
-      *pp = p->next;
-      zkl__session_put(c, p->s);
-      free(p->path);
-      free(p->dir);
-      free(p);
-      continue;
-    }
-    if (!p->inflight && c->state == ZKL_CLIENT_CONNECTED && p->s == c->sess) {
-      int rc;
-      p->inflight = 1;
-      atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
-      if (p->path)
-        rc = zoo_adelete(p->s->zh, p->path, -1, on_pdel_deleted, p);
-      else
-        rc = zoo_aget_children(p->s->zh, p->dir, 0, on_pdel_listed, p);
-      if (rc != ZOK) {
-        p->inflight = 0;
-        p->done = !zkl__is_conn_error(rc);
-      }
-    }
-    pp = &p->next;
-  }
 }
 
 /* ---- watchers ------------------------------------------------------------ */
@@ -779,7 +672,7 @@ static void *event_main(void *arg) {
       expire_at_risk(c);
       continue;
     }
-    pdel_run(c);
+    zkl__pdel_run(c);
     if (c->stopping)
       break;
     if (due)
@@ -847,13 +740,7 @@ static int client_init(zkl_client_t *c, const char *hosts,
 }
 
 static void client_free(zkl_client_t *c) {
-  while (c->pdel) {
-    struct zkl__pdel *p = c->pdel;
-    c->pdel = p->next;
-    free(p->path);
-    free(p->dir);
-    free(p);
-  }
+  zkl__pdel_free_all(c);
   free(c->hosts);
   free(c->auth_scheme);
   if (c->auth) /* credentials: do not leave them in freed memory */
@@ -868,7 +755,6 @@ static void client_free(zkl_client_t *c) {
  * uses the client any more. */
 static void client_teardown(zkl_client_t *c) {
   zkl__session_t *s;
-  struct zkl__pdel *p;
   pthread_mutex_lock(&c->mu);
   c->stopping = 1;
   c->state = ZKL_CLIENT_CLOSED;
@@ -882,10 +768,7 @@ static void client_teardown(zkl_client_t *c) {
   /* Pending deletes are moot: closing a session deletes its ephemeral
    * nodes. Their session references go now (an expired session may have no
    * other), their records after the close, which may still complete them. */
-  for (p = c->pdel; p; p = p->next) {
-    zkl__session_put(c, p->s);
-    p->s = NULL;
-  }
+  zkl__pdel_release(c);
   s = c->sess;
   c->sess = NULL;
   zkl__session_put(c, s);

@@ -210,6 +210,11 @@ ZKL__HIDDEN void zkl__defer_delete(zkl_client_t *c, zkl__session_t *s,
                                    const char *path);
 ZKL__HIDDEN void zkl__defer_find_delete(zkl_client_t *c, zkl__session_t *s,
                                         const char *dir, const char *guid);
+/* deferred.c, for the event thread: send what is due, free what is done;
+ * at teardown, drop the records' sessions, then free the records. */
+ZKL__HIDDEN void zkl__pdel_run(zkl_client_t *c);
+ZKL__HIDDEN void zkl__pdel_release(zkl_client_t *c);
+ZKL__HIDDEN void zkl__pdel_free_all(zkl_client_t *c);
 ZKL__HIDDEN void zkl__wait_cb_refs(zkl_client_t *c, zkl__queue_t *q);
 /* A hold that lasts this long gets a watch on its own node, so that its
  * deletion is reported as LOST at once; shorter holds learn it at release

@@ -204,14 +204,39 @@ static void adopt(run_t *r, zkl__session_t *s, char *path,
     a->seq = 0;
 }
 
+/* Reads the node `name` found with our guid, and adopts it if its owner is
+ * this very session: ZKL_OK, RETRY (gone, or not ours), a ZooKeeper code,
+ * or ZKL_ENOMEM. */
+static int adopt_if_ours(run_t *r, zkl__session_t *s, const char *name) {
+  zkl_client_t *c = r->q->c;
+  zkl__call_t st, *ptrs[1] = {&st};
+  char *path = zkl__join(r->q->prefix, name);
+  if (!path)
+    return ZKL_ENOMEM;
+  zkl__call_init(&st, c, &r->a->cv);
+  pthread_mutex_unlock(&c->mu);
+  zkl__exists(&st, s, path);
+  pthread_mutex_lock(&c->mu);
+  zkl__call_wait(ptrs, 1);
+  if (st.rc == ZOK && st.stat.ephemeralOwner == s->id && !s->expired) {
+    adopt(r, s, path, &st.stat);
+    return ZKL_OK;
+  }
+  free(path);
+  return st.rc == ZOK || st.rc == ZNONODE ? RETRY : st.rc;
+}
+
 /* The reply to our create was lost. Find our node again by its guid, and
  * adopt it only if its ephemeral owner is this very session: a node left by
- * an expired session must never be taken for ours. */
+ * an expired session must never be taken for ours. Every name with our
+ * guid is read: anyone may copy our name, and a copy must not hide our
+ * node, which would then block the queue, us included (model/, F4).
+ * `epoch` 0 lists at once if connected (the create failed with the
+ * connection up, for want of memory: no reconnection is coming, F3). */
 static int recover(run_t *r, zkl__session_t *s, uint64_t epoch) {
   zkl_client_t *c = r->q->c;
   for (;;) {
-    zkl__call_t sy, ls, st, *ptrs[2] = {&sy, &ls};
-    char *found = NULL, *path;
+    zkl__call_t sy, ls, *ptrs[2] = {&sy, &ls};
     int i, rc = reconnect(r, s, epoch);
     if (rc != ZKL_OK) {
       zkl__defer_find_delete(c, s, r->q->dir, r->a->guid);
@@ -237,40 +262,20 @@ static int recover(run_t *r, zkl__session_t *s, uint64_t epoch) {
     zkl__children(&ls, s, r->q->dir);
     pthread_mutex_lock(&c->mu);
     zkl__call_wait(ptrs, 2);
-    for (i = 0; ls.rc == ZOK && i < ls.kids.count; i++)
-      if (strstr(ls.kids.data[i], r->a->guid))
-        found = ls.kids.data[i];
-    rc = ls.rc;
-    path = found ? zkl__join(r->q->prefix, found) : NULL;
     zkl__call_free(&sy);
+    rc = ls.rc == ZOK ? RETRY : ls.rc;
+    for (i = 0; ls.rc == ZOK && rc == RETRY && i < ls.kids.count; i++)
+      if (strstr(ls.kids.data[i], r->a->guid))
+        rc = adopt_if_ours(r, s, ls.kids.data[i]);
     zkl__call_free(&ls);
+    if (rc == ZKL_OK)
+      return ZKL_OK; /* adopt() took our reference to s */
     if (zkl__is_conn_error(rc))
       continue;
-    if (rc != ZOK || !found) {
-      free(path);
-      zkl__session_put(c, s);
-      return rc == ZOK || rc == ZNONODE || is_session_error(rc) ? RETRY : rc;
-    }
-    if (!path) {
+    if (rc == ZKL_ENOMEM)
       zkl__defer_find_delete(c, s, r->q->dir, r->a->guid);
-      zkl__session_put(c, s);
-      return ZKL_ENOMEM;
-    }
-    zkl__call_init(&st, c, &r->a->cv);
-    ptrs[0] = &st;
-    pthread_mutex_unlock(&c->mu);
-    zkl__exists(&st, s, path);
-    pthread_mutex_lock(&c->mu);
-    zkl__call_wait(ptrs, 1);
-    if (st.rc == ZOK && st.stat.ephemeralOwner == s->id && !s->expired) {
-      adopt(r, s, path, &st.stat);
-      return ZKL_OK;
-    }
-    free(path);
-    if (zkl__is_conn_error(st.rc))
-      continue;
     zkl__session_put(c, s);
-    return RETRY;
+    return rc == ZNONODE || is_session_error(rc) ? RETRY : rc;
   }
 }
 
@@ -341,7 +346,7 @@ static int join(run_t *r, zkl__call_t *ls) {
     return zkl__is_conn_error(rc) || is_session_error(rc) ? RETRY : rc;
   }
   if (zkl__is_conn_error(rc) || rc == ZKL_ENOMEM)
-    return recover(r, s, epoch);
+    return recover(r, s, rc == ZKL_ENOMEM ? 0 : epoch);
   if (is_session_error(rc)) {
     rc = reconnect(r, s, epoch);
     zkl__session_put(c, s);
@@ -721,9 +726,16 @@ static int remove_node(zkl_client_t *c, zkl__acq_t *a, int judge) {
     else
       zkl__call_wait(&ptrs[1], 1);
     rc = del.rc;
-    if (rc == ZOK && judge && st.rc == ZOK && !zkl__owns_on(a, s, &st.stat)) {
+    /* A delete that landed vouches only with a read, just before it, that
+     * found our node: without one (the read failed, or found no node and
+     * someone created one at our name between the two) what we deleted
+     * may not have been ours (model/, F1). */
+    if (rc == ZOK && judge && !(st.rc == ZOK && zkl__owns_on(a, s, &st.stat))) {
       zkl__post_log(c, ZKL_LOG_WARN,
-                    "%s: deleted and re-created by someone else before unlock",
+                    st.rc == ZOK || st.rc == ZNONODE
+                        ? "%s: deleted and re-created by someone else before "
+                          "unlock"
+                        : "%s: deleted, but whose it was could not be read",
                     a->path);
       rc = ZNONODE;
     }

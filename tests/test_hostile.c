@@ -200,24 +200,32 @@ static void *hold_thread(void *arg) {
   return NULL;
 }
 
-/* hostile.itest's proxy: writing "delay" holds every chunk it forwards. */
-static void proxy_delay(int on) {
+/* hostile.itest's proxy is told what to do by files in its directory
+ * (tests/zkproxy.py); it polls for them. */
+static int proxy_ctl(const char *name, const char *content) {
   const char *dir = getenv("ZKL_TEST_PROXY_DIR");
   char path[512];
   FILE *f;
   if (!dir)
-    return;
-  snprintf(path, sizeof path, "%s/delay", dir);
+    return 0;
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  if (!content)
+    return unlink(path) == 0;
+  f = fopen(path, "w");
+  if (!f)
+    return 0;
+  fputs(content, f);
+  return fclose(f) == 0;
+}
+
+/* Writing "delay" holds every chunk the proxy forwards. */
+static void proxy_delay(int on) {
   if (!on) {
-    unlink(path);
+    proxy_ctl("delay", NULL);
     usleep(400000); /* chunks held under the old delay drain */
     return;
   }
-  f = fopen(path, "w");
-  if (f) {
-    fputs("300 0 0 0\n", f);
-    fclose(f);
-  }
+  proxy_ctl("delay", "300 0 0 0\n");
   usleep(100000); /* the proxy polls for the file */
 }
 
@@ -280,6 +288,98 @@ static void test_recreate_just_before_unlock(void) {
   zkl_client_destroy(a);
   zkl_client_destroy(b);
 }
+
+/* The co-tenant of test_copied_name: waits for the contender's node to
+ * appear, then plants persistent copies of its name (its guid, other
+ * sequences) before the contender, whose link is slowed, can look. */
+struct copier {
+  char dir[256];
+  char seen[256]; /* the contender's node */
+  int planted;
+};
+
+static void *plant_copies(void *arg) {
+  struct copier *cp = arg;
+  int i, tries;
+  const char *mark;
+  for (tries = 0; tries < 500 && !cp->seen[0]; tries++) {
+    struct String_vector v;
+    if (zoo_get_children(admin, cp->dir, 0, &v) == ZOK) {
+      for (i = 0; i < v.count; i++)
+        snprintf(cp->seen, sizeof cp->seen, "%s", v.data[i]);
+      deallocate_String_vector(&v);
+    }
+    if (!cp->seen[0])
+      usleep(10000);
+  }
+  mark = strstr(cp->seen, "-lock-");
+  for (i = 0; mark && i < 3; i++) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%.*s%010ld", cp->dir,
+             (int)(mark + 6 - cp->seen), cp->seen, strtol(mark + 6, NULL, 10) + 1000 + i);
+    cp->planted += zoo_create(admin, path, "copy", 4, &ZOO_OPEN_ACL_UNSAFE, 0,
+                              NULL, 0) == ZOK;
+  }
+  return NULL;
+}
+
+/* Found by the model (model/, F4): the reply to our create is lost, and
+ * meanwhile someone plants copies of our node's name. Recovery reads every
+ * name with our guid and adopts the one our session owns; taking a copy
+ * for the only match would leave our real node in the queue, ahead of us,
+ * for the life of the session. With `give_up` the acquire times out while
+ * it waits to reconnect, and the deferred delete must find our node among
+ * the copies the same way. The copies are not ours: left alone. */
+static void copied_name(int give_up) {
+  const char *via = getenv("ZKL_TEST_PROXY");
+  zkl_client_t *c = NULL;
+  zkl_client_options_t o = {0};
+  struct copier cp;
+  pthread_t t;
+  zkl_mutex_t *m;
+  char path[512];
+  int rc;
+  if (!via) {
+    printf("# no ZKL_TEST_PROXY: skipped\n");
+    return;
+  }
+  o.session_timeout_ms = 15000;
+  CHECK_RC(zkl_client_create(&c, via, &o), ZKL_OK);
+  if (!c)
+    return;
+  new_root();
+  make_dir("copied"); /* persistent: the create is the only one */
+  memset(&cp, 0, sizeof cp);
+  snprintf(cp.dir, sizeof cp.dir, "%s/copied", root);
+  m = mutex(c, "copied");
+  /* the create goes through, its reply does not, and the reconnection
+   * takes seconds: time for the copies */
+  CHECK(proxy_ctl("delay", "700 0 0 0\n"));
+  CHECK(proxy_ctl("cut-after-create", ""));
+  usleep(100000);
+  pthread_create(&t, NULL, plant_copies, &cp);
+  rc = zkl_mutex_timedlock(m, zkl_now_ms() + (give_up ? 1500 : 20000));
+  pthread_join(t, NULL);
+  proxy_delay(0);
+  CHECK_INT(cp.planted, ==, 3);
+  CHECK_RC(rc, give_up ? ZKL_ETIMEDOUT : ZKL_OK);
+  if (rc == ZKL_OK) {
+    CHECK_RC(zkl_mutex_node_path(m, path, sizeof path), ZKL_OK);
+    CHECK(strstr(path, cp.seen) != NULL);
+    CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  }
+  snprintf(path, sizeof path, "%s/%s", cp.dir, cp.seen);
+  WAIT_FOR(!exists(path), 10000);
+  CHECK(!exists(path));
+  /* the copies, and nothing of ours */
+  CHECK_INT(queue_len("copied"), ==, 3);
+  zkl_mutex_destroy(m);
+  zkl_client_destroy(c);
+  cleanup_tree(root);
+}
+
+static void test_copied_name(void) { copied_name(0); }
+static void test_copied_name_given_up(void) { copied_name(1); }
 
 /* Item 3c: without the own-node watch, unlock still checks identity. */
 static void test_no_watch_unlock_checks_identity(void) {
@@ -533,6 +633,8 @@ int main(void) {
   RUN(test_recreated_hold_is_lost);
   RUN(test_rewrite_keeps_watch);
   RUN(test_recreate_just_before_unlock);
+  RUN(test_copied_name);
+  RUN(test_copied_name_given_up);
   RUN(test_no_watch_unlock_checks_identity);
   RUN(test_waiting_node_deleted_is_revoked);
   RUN(test_fork);
