@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "zklock.h"
+#include "zktree.h"
 
 static const char *servers;
 static zhandle_t *admin;
@@ -100,19 +101,7 @@ static inline int queue_count(const char *name) {
   return n == -1 ? 0 : n;
 }
 
-static void cleanup_tree(const char *path) {
-  struct String_vector v;
-  int i;
-  if (zoo_get_children(admin, path, 0, &v) == ZOK) {
-    for (i = 0; i < v.count; i++) {
-      char child[512];
-      snprintf(child, sizeof child, "%s/%s", path, v.data[i]);
-      cleanup_tree(child);
-    }
-    deallocate_String_vector(&v);
-  }
-  zoo_delete(admin, path, -1);
-}
+static void cleanup_tree(const char *path) { remove_tree(admin, path); }
 
 /* State callbacks, recorded. */
 struct states {

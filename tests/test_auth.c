@@ -24,6 +24,7 @@
 
 #include "check.h"
 #include "zklock.h"
+#include "zktree.h"
 
 /* Test-only credentials. The ids are "user:" + base64(sha1("user:pw")),
  * the form ZooKeeper stores in digest ACLs; computed once with python3's
@@ -164,25 +165,12 @@ static void su_create(const char *path, struct ACL_vector *acl) {
   CHECK_INT(rc, ==, ZOK);
 }
 
-static void su_remove(const char *path) {
-  struct String_vector v;
-  int i;
-  if (zoo_get_children(su, path, 0, &v) == ZOK) {
-    for (i = 0; i < v.count; i++) {
-      char child[512];
-      snprintf(child, sizeof child, "%s/%s", path, v.data[i]);
-      su_remove(child);
-    }
-    deallocate_String_vector(&v);
-  }
-  zoo_delete(su, path, -1);
-}
 
 /* Every test removes its tree, and leaves none of it behind. */
 static void remove_test_tree(const char *test) {
   char dir[256];
   path_of(dir, sizeof dir, test, NULL);
-  su_remove(dir);
+  remove_tree(su, dir);
   sync_path(su, dir);
   CHECK_INT(zoo_exists(su, dir, 0, NULL), ==, ZNONODE);
 }
@@ -743,7 +731,7 @@ int main(int argc, char **argv) {
   RUN(test_ancestor_denies_create);
   RUN(test_bad_credentials);
   RUN(test_expiry_reauth);
-  su_remove(base);
+  remove_tree(su, base);
   sync_path(su, base);
   CHECK_INT(zoo_exists(su, base, 0, NULL), ==, ZNONODE);
   zookeeper_close(admin);
