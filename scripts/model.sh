@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# model.sh: check the spin model of the queue protocol (model/zklock.pml).
+#
+#   bash scripts/model.sh           the bounded checks (make check runs these)
+#   bash scripts/model.sh --deep    those and larger bounds, for humans
+#   options: -j N       checks run at once (default: the number of CPUs)
+#            --keep DIR keep every run, with its pan output and trail, in DIR
+#            --only RE  only the checks whose name matches RE (grep -E)
+#            --list     list the checks and exit
+#
+# Each check compiles the model with its own bounds (-D...), runs pan and
+# prints one line. A "none" check must find no counterexample; a mutant (a
+# guard removed, or the code before a fix) must find one, of a kind named.
+# A "redundant-*" check removes a guard the model shows is not needed
+# (defence in depth). The last line is "model: N passed, N failed"; the exit
+# status is 0 only when nothing failed. See model/README.md.
+set -eu
+top=$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)
+model=$top/model/zklock.pml
+deep=0 jobs='' keep='' only='' list=0
+while [ $# -gt 0 ]; do
+  case $1 in
+  --deep) deep=1 ;;
+  -j) jobs=$2; shift ;;
+  -j*) jobs=${1#-j} ;;
+  --keep) keep=$2; shift ;;
+  --only) only=$2; shift ;;
+  --list) list=1 ;;
+  -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "model.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+: "${jobs:=$(nproc 2>/dev/null || echo 2)}"
+cc=${MODEL_CC:-cc}
+
+# What a counterexample must show: a kind, and what pan prints for it.
+kind_re() {
+  case $1 in
+  excl) echo 'assertion violated.*incs\[j\]' ;;     # two holders (check_exclusion)
+  unlock) echo 'assertion violated.*judged' ;;       # unlock said OK for a node not ours
+  orphan) echo 'assertion violated.*salive\[nown' ;; # a node of a live contender left
+  stuck) echo 'assertion violated \(fin==' ;;        # nothing can move, someone not done
+  foreign) echo 'assertion violated \(\(nown\[t\]==' ;; # a delete of a node not ours
+  cycle) echo 'acceptance cycle' ;;                  # an acquisition that never ends
+  *) echo "model.sh: unknown kind $1" >&2; echo '^$never' ;;
+  esac
+}
+# shows KINDS FILE: pan's output shows one of KINDS (a+b: a or b)
+shows() {
+  local k
+  for k in $(printf '%s\n' "$1" | tr + ' '); do
+    grep -qE "$(kind_re "$k")" "$2" && return 0
+  done
+  return 1
+}
+
+SAFE="-m20000 -w23"
+LIVE="-m20000 -w23 -a -f"
+# a copy of a name matters only while a create's reply is lost: RDURING
+COPY="-DROGUE=1 -DRCOPY=1 -DRPLANT=0 -DRDELETE=0 -DRREPLACE=0 -DRDURING"
+
+# name | expect (none, or the kinds of counterexample) | -D bounds | pan | cc
+checks="
+safety-unlock-replace|none|-DCONN=1 -DGIVEUP=0 -DROGUE=1 -DRPLANT=0 -DRDELETE=0|$SAFE|-DSAFETY
+safety-faults|none|-DCONN=1 -DGIVEUP=1|$SAFE|-DSAFETY
+safety-expiry|none|-DCONN=1 -DEXPIRE=1 -DGIVEUP=0|$SAFE|-DSAFETY
+safety-hostile|none|-DCONN=0 -DGIVEUP=0 -DROGUE=2|$SAFE|-DSAFETY
+safety-three|none|-DN=3 -DCONN=0 -DGIVEUP=1|$SAFE|-DSAFETY
+safety-nomem|none|-DNOMEM=1 -DCONN=0 -DGIVEUP=0|$SAFE|-DSAFETY
+safety-copy-giveup|none|-DCONN=1 -DGIVEUP=1 $COPY|$SAFE|-DSAFETY
+liveness-planted|none|-DLIVE -DCONN=0 -DGIVEUP=1 -DROGUE=1 -DRDELETE=0 -DRREPLACE=0|$LIVE|-DNFAIR=3
+mutant-no-sole|excl|-DBUG_NO_SOLE -DN=3 -DCONN=0 -DGIVEUP=1|$SAFE|-DSAFETY
+safety-stale-server|none|-DSTALE_SERVER -DCONN=1 -DGIVEUP=0|$SAFE|-DSAFETY
+mutant-no-epoch|excl|-DBUG_NO_EPOCH -DSTALE_SERVER -DCONN=1 -DGIVEUP=0|$SAFE|-DSAFETY
+mutant-no-owner|excl+foreign|-DBUG_NO_OWNER -DCONN=1 -DGIVEUP=0 -DROGUE=1 -DRPLANT=0 -DRDELETE=0 -DRDURING|$SAFE|-DSAFETY
+mutant-wait-planted|cycle|-DBUG_WAIT_PLANTED -DLIVE -DCONN=0 -DGIVEUP=1 -DROGUE=1 -DRDELETE=0 -DRREPLACE=0|$LIVE|-DNFAIR=3
+mutant-f2-listing|orphan|-DBUG_F2_LISTING -DCONN=1 -DGIVEUP=0|$SAFE|-DSAFETY
+mutant-f1-unlock|unlock|-DBUG_F1 -DCONN=1 -DGIVEUP=0 -DROGUE=1 -DRPLANT=0 -DRDELETE=0|$SAFE|-DSAFETY
+mutant-f3-nomem|stuck|-DBUG_F3 -DNOMEM=1 -DCONN=0 -DGIVEUP=0|$SAFE|-DSAFETY
+mutant-f4-copy|stuck|-DBUG_F4 -DCONN=1 -DGIVEUP=0 $COPY|$SAFE|-DSAFETY
+mutant-f4-deferred|foreign|-DBUG_F4_PDEL -DCONN=1 -DGIVEUP=1 $COPY|$SAFE|-DSAFETY
+"
+# Larger bounds: each check a few minutes and a few GB at most. deep-expiry
+# stores states hash-compacted (-DHC4: a state is missed only on a 64-bit
+# hash collision), the others exactly.
+DSAFE="-m50000 -w26"
+DLIVE="-m50000 -w26 -a -f"
+DC="-DSAFETY -DMEMLIM=6000"
+deep_checks="
+redundant-epoch|none|-DBUG_NO_EPOCH -DCONN=1 -DGIVEUP=1|$DSAFE|$DC
+deep-copy|none|-DCONN=1 -DGIVEUP=1 -DEXPIRE=1 -DROGUE=1 -DRCOPY=1 -DRPLANT=0 -DRDELETE=0 -DRREPLACE=0|$DSAFE|$DC
+deep-cycles|none|-DCYCLES=2 -DCONN=1 -DGIVEUP=1|$DSAFE|$DC
+deep-three|none|-DN=3 -DCONN=0 -DGIVEUP=2|$DSAFE|$DC
+deep-three-hostile|none|-DN=3 -DROGUE=1 -DCONN=0 -DGIVEUP=0|$DSAFE|$DC
+deep-hostile|none|-DROGUE=2 -DCONN=1 -DGIVEUP=0 -DRDURING|$DSAFE|$DC
+deep-hostile-any|none|-DROGUE=1 -DCONN=1 -DGIVEUP=1|$DSAFE|$DC
+deep-expiry|none|-DCONN=2 -DEXPIRE=1 -DGIVEUP=0|$DSAFE|$DC -DHC4
+deep-liveness|none|-DLIVE -DCONN=1 -DGIVEUP=1 -DROGUE=1 -DRDELETE=0 -DRREPLACE=0|$DLIVE|-DNFAIR=3 -DMEMLIM=6000
+deep-liveness-expiry|none|-DLIVE -DCONN=1 -DEXPIRE=1 -DGIVEUP=0|$DLIVE|-DNFAIR=3 -DMEMLIM=6000
+redundant-owner-recover|none|-DBUG_NO_OWNER_RECOVER -DROGUE=1 -DCONN=1 -DGIVEUP=1|$DSAFE|$DC
+redundant-epoch-deep|none|-DBUG_NO_EPOCH -DROGUE=1 -DCONN=1 -DEXPIRE=1 -DGIVEUP=0|$DSAFE|$DC
+"
+[ "$deep" = 0 ] || checks="$checks$deep_checks"
+
+if [ "$list" = 1 ]; then
+  printf '%s\n' "$checks" | awk -F'|' 'NF { printf "%-24s expect %-8s %s\n", $1, $2, $3 }'
+  exit 0
+fi
+for tool in spin "$cc"; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "model.sh: $tool not found" >&2; exit 2; }
+done
+
+if [ -n "$keep" ]; then
+  mkdir -p "$keep"
+  work=$(CDPATH='' cd -- "$keep" && pwd)
+else
+  work=$(mktemp -d "${TMPDIR:-/tmp}/zklock-model.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+fi
+
+# run_check N NAME EXPECT DEFINES PANOPTS CCOPTS: writes $work/NAME/result,
+# one line beginning with PASS or FAIL.
+run_check() {
+  local name=$2 expect=$3 defs=$4 popts=$5 ccopts=$6 d t t0 t1 out kind states rc tool where store
+  d=$work/$name
+  rm -rf "$d"
+  mkdir -p "$d"
+  cp "$model" "$d/zklock.pml"
+  t0=$(date +%s.%N)
+  rc=0
+  (
+    cd "$d"
+    # shellcheck disable=SC2086 # the bounds are words
+    spin $defs -a zklock.pml >spin.out 2>&1 || exit 3
+    # shellcheck disable=SC2086
+    case $ccopts in *-DHC*) store='' ;; *) store=-DCOLLAPSE ;; esac
+    # shellcheck disable=SC2086
+    "$cc" -O0 -w $ccopts $store -DVECTORSZ=2048 -o pan pan.c >cc.out 2>&1 || exit 4
+    # shellcheck disable=SC2086
+    ./pan -n $popts >pan.out 2>&1 || true
+    if [ -f zklock.pml.trail ]; then
+      # shellcheck disable=SC2086
+      spin $defs -t zklock.pml 2>&1 | sed -n 's/^ *MSC: //p' >trail.txt || true
+    fi
+  ) || rc=$?
+  if [ "$rc" != 0 ]; then
+    if [ "$rc" = 3 ]; then tool=spin; else tool=$cc; fi
+    echo "FAIL $name: $tool failed: $(tail -3 "$d"/*.out | tr '\n' ' ')" >"$d/result"
+    return
+  fi
+  if [ -n "$keep" ]; then where="trail: $d/trail.txt"; else where="trail below"; fi
+  t1=$(date +%s.%N)
+  t=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+  out=$d/pan.out
+  states=$(sed -n 's/^ *\([0-9][0-9]*\) states, stored.*/\1/p' "$out" | head -1)
+  if ! grep -q 'State-vector' "$out"; then
+    echo "FAIL $name: pan did not finish: $(tail -3 "$out" | tr '\n' ' ')" >"$d/result"
+  elif grep -q 'errors: 0' "$out"; then
+    if grep -q 'max search depth too small\|Search not completed\|out of memory' "$out"; then
+      echo "FAIL $name: search incomplete ($(grep -m1 'depth too small\|not completed\|out of memory' "$out"))" >"$d/result"
+    elif [ "$expect" = none ]; then
+      echo "PASS $name: no counterexample (${states:-?} states, ${t}s)" >"$d/result"
+    else
+      echo "FAIL $name: no counterexample, but this variant must fail (${states:-?} states, ${t}s)" >"$d/result"
+    fi
+  else
+    kind=$(grep -m1 -E 'assertion violated|acceptance cycle|invalid end state' "$out" | sed 's/^pan:[0-9]*: *//' | cut -c1-90)
+    if [ "$expect" = none ]; then
+      echo "FAIL $name: counterexample: $kind ($where)" >"$d/result"
+    elif shows "$expect" "$out"; then
+      echo "PASS $name: counterexample as it must be, ${t}s: $(tr '\n' ';' <"$d/trail.txt" | sed 's/;$//' | cut -c1-160)" >"$d/result"
+    else
+      echo "FAIL $name: counterexample of another kind: $kind ($where)" >"$d/result"
+    fi
+  fi
+}
+
+names=() running=0 i=0 next=0 passed=0 failed=0
+flush() {
+  local r
+  while [ "$next" -lt "${#names[@]}" ] && [ -f "$work/${names[$next]}/result" ]; do
+    r=$(cat "$work/${names[$next]}/result")
+    echo "$r"
+    case $r in
+    PASS*) passed=$((passed + 1)) ;;
+    *)
+      failed=$((failed + 1))
+      [ ! -f "$work/${names[$next]}/pan.out" ] || sed 's/^/    /' "$work/${names[$next]}/pan.out" | grep -E 'error|violated|cycle|stored|reached' | head -8
+      [ ! -s "$work/${names[$next]}/trail.txt" ] || sed 's/^/    trail: /' "$work/${names[$next]}/trail.txt"
+      ;;
+    esac
+    next=$((next + 1))
+  done
+}
+start=$(date +%s)
+while IFS='|' read -r name expect defs popts ccopts; do
+  [ -n "$name" ] || continue
+  if [ -n "$only" ] && ! printf '%s\n' "$name" | grep -qE "$only"; then continue; fi
+  names+=("$name")
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n || true
+    running=$((running - 1))
+    flush
+  fi
+  run_check "$i" "$name" "$expect" "$defs" "$popts" "$ccopts" &
+  running=$((running + 1))
+  i=$((i + 1))
+done <<EOF
+$checks
+EOF
+wait || true
+flush
+echo "model: $passed passed, $failed failed ($(($(date +%s) - start))s, $jobs at once)"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
