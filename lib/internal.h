@@ -292,6 +292,12 @@ ZKL__HIDDEN void zkl__call_batch(zkl__call_t **calls, int n, int *left);
 /* Wait (c->mu held) until every call in calls[0..n) is done; ends any
  * batch they formed. */
 ZKL__HIDDEN void zkl__call_wait(zkl__call_t **calls, int n);
+#ifdef ZKL_FAULT_INJECTION
+/* Only in libzklock_internal, for tests/test_faults.c: when set, the next
+ * create completion cannot keep the node's name (as if out of memory), the
+ * next exists completion reports a lost connection. */
+ZKL__HIDDEN extern _Atomic int zkl__fault_create_nomem, zkl__fault_stat_lost;
+#endif
 ZKL__HIDDEN int zkl__is_conn_error(int rc);
 
 /* ---- queue.c: the queue protocol ----------------------------------------- */

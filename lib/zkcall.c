@@ -12,6 +12,13 @@
 
 #include "internal.h"
 
+#ifdef ZKL_FAULT_INJECTION
+_Atomic int zkl__fault_create_nomem, zkl__fault_stat_lost;
+#define FAULT(f) atomic_exchange(&(f), 0)
+#else
+#define FAULT(f) 0
+#endif
+
 void zkl__call_init(zkl__call_t *call, zkl_client_t *c, pthread_cond_t *cv) {
   memset(call, 0, sizeof *call);
   call->c = c;
@@ -63,7 +70,9 @@ static void on_create(int rc, const char *value, const struct Stat *stat,
   zkl_client_t *c = call->c;
   pthread_mutex_lock(&c->mu);
   if (rc == ZOK) {
-    call->path = value ? zkl__strdup(value) : NULL;
+    call->path = value && !FAULT(zkl__fault_create_nomem)
+                     ? zkl__strdup(value)
+                     : NULL;
     if (stat)
       call->stat = *stat;
     /* Created, but we cannot name it: recover it by guid like a lost reply. */
@@ -123,6 +132,8 @@ static void on_stat(int rc, const struct Stat *stat, const void *data) {
   zkl__call_t *call = (zkl__call_t *)data;
   zkl_client_t *c = call->c;
   pthread_mutex_lock(&c->mu);
+  if (FAULT(zkl__fault_stat_lost))
+    rc = ZCONNECTIONLOSS;
   if (rc == ZOK && stat)
     call->stat = *stat;
   finish(call, rc);

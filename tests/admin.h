@@ -110,7 +110,7 @@ struct states {
   int n;
 };
 
-static void on_state(zkl_mutex_t *m, int state, uint64_t token, void *ctx) {
+static inline void on_state(zkl_mutex_t *m, int state, uint64_t token, void *ctx) {
   struct states *s = ctx;
   (void)m, (void)token;
   pthread_mutex_lock(&s->mu);
@@ -119,7 +119,7 @@ static void on_state(zkl_mutex_t *m, int state, uint64_t token, void *ctx) {
   pthread_mutex_unlock(&s->mu);
 }
 
-static int last_state(struct states *s) {
+static inline int last_state(struct states *s) {
   int v;
   pthread_mutex_lock(&s->mu);
   v = s->n ? s->seen[s->n - 1] : -1;
@@ -133,7 +133,7 @@ struct logbuf {
   char text[4096];
 };
 
-static void log_hook(void *ctx, int level, const char *msg) {
+static inline void log_hook(void *ctx, int level, const char *msg) {
   struct logbuf *b = ctx;
   pthread_mutex_lock(&b->mu);
   if (level >= ZKL_LOG_ERROR && level <= ZKL_LOG_DEBUG &&
@@ -144,7 +144,7 @@ static void log_hook(void *ctx, int level, const char *msg) {
   pthread_mutex_unlock(&b->mu);
 }
 
-static int log_has(struct logbuf *b, const char *what) {
+static inline int log_has(struct logbuf *b, const char *what) {
   int v;
   pthread_mutex_lock(&b->mu);
   v = strstr(b->text, what) != NULL;
