@@ -19,7 +19,10 @@ if [ -z "$CC" ]; then
 fi
 # config.h is only needed for PACKAGE_VERSION
 printf '#define PACKAGE_VERSION "fuzz"\n' >"$out/config.h"
-LIB="lib/errors.c lib/util.c lib/policy.c lib/zkcall.c lib/client.c lib/queue.c lib/inspect.c lib/mutex.c lib/election.c"
+# every source of the library, as Makefile.am lists them (a stale copy of
+# the list broke this build once)
+LIB=$(awk '/^libzklock_la_SOURCES/ { on = 1 } on { print; if (!/\\$/) exit }' Makefile.am |
+  grep -o 'lib/[a-z_]*\.c' | tr '\n' ' ')
 FLAGS="-g -O1 -Wall -Werror -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -DTHREADED -Iinclude -I$out -I$top/build/normal/include"
 [ -f include/zklock_version.h ] || [ -f build/normal/include/zklock_version.h ] ||
   sed -e 's/@ZKL_VERSION_MAJOR@/0/;s/@ZKL_VERSION_MINOR@/0/;s/@ZKL_VERSION_PATCH@/0/;s/@PACKAGE_VERSION@/fuzz/' \
