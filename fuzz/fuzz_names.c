@@ -21,9 +21,14 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   if (zkl__seq_parse(s, "-lock-", &seq))
     (void)zkl__seq_before(seq, 0);
   zkl__seq_parse(s, "-elect-", &seq);
+  {
+    int kind;
+    if (zkl__name_parse(s, &seq, &kind) && !(kind & (ZKL__KIND_EXCL | ZKL__KIND_SHARED)))
+      __builtin_trap(); /* every contender has a kind */
+  }
   for (p = strtok(s, "\n"); p && n < 64; p = strtok(NULL, "\n"))
     names[n++] = p;
-  n = zkl__contenders(names, n, "-lock-", &e);
+  n = zkl__contenders(names, n, &e);
   if (n >= 0) {
     /* Entries less than 2^31 apart (here: all in [0, 2^30)) are what real
      * contenders are: at most one of them may see nothing before itself.
@@ -34,6 +39,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
       for (j = 0; j < i; j++) /* a listing's names are distinct */
         near &= strcmp(e[i].name, e[j].name) != 0;
       heads += zkl__place(e, n, i, NULL, &pred) == 0;
+      (void)zkl__may_insert_below(e, n, i, NULL);
     }
     if (near && heads > 1)
       __builtin_trap();

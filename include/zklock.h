@@ -287,7 +287,14 @@ enum {
    * delete is still reported. With this flag a hold learns of a delete or
    * re-create only at reconnection, zkl_mutex_verify() or unlock (which
    * then returns ZKL_ELOST). */
-  ZKL_MUTEX_NO_NODE_WATCH = 1 << 0
+  ZKL_MUTEX_NO_NODE_WATCH = 1 << 0,
+  /* Name our node as kazoo's Lock does (<guid>__lock__<seq>), so that
+   * Python services using kazoo's Lock, ReadLock or WriteLock on the same
+   * path wait for us. By default nodes are named as Apache Curator's
+   * InterProcessMutex names them (<guid>-lock-<seq>), which Curator waits
+   * for and kazoo does not. Either way we wait for both (zkl_mutex_lock()).
+   * Every process of one fleet must choose the same. */
+  ZKL_MUTEX_KAZOO = 1 << 1
 };
 
 typedef struct zkl_mutex_options {
@@ -342,11 +349,15 @@ ZKL_EXTERN int zkl_mutex_destroy(zkl_mutex_t *mutex);
  * retried. On any error, no node of ours is left in the queue.
  *
  * The queue's order is decided from our own node: a node holds when no
- * other contender's sequence number lies before its own. Nodes that other
- * clients plant under the lock (any name ending in -lock- and a number,
- * sequences far apart, non-sequential names) may delay us but never make
- * two holders. A node that is not ephemeral (ephemeralOwner 0) will never
- * go away by itself: we do not wait behind it, and log it once at WARN.
+ * other contender's sequence number lies before its own. A contender is
+ * any child whose name ends in a sequence number, whatever made it:
+ * zklock, Apache Curator (InterProcessMutex, the read-write lock), kazoo
+ * (Lock, ReadLock, WriteLock), or a library this version does not know.
+ * The mutex conflicts with them all. Nodes that other clients plant under
+ * the lock (sequences far apart, non-sequential names) may delay us but
+ * never make two holders. A node that is not ephemeral (ephemeralOwner 0)
+ * will never go away by itself: we do not wait behind it, and log it once
+ * at WARN.
  */
 ZKL_EXTERN int zkl_mutex_lock(zkl_mutex_t *mutex);
 

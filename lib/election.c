@@ -316,7 +316,6 @@ int zkl_election_destroy(zkl_election_t *e) {
 int zkl_election_candidates(zkl_client_t *c, const char *root,
                             const char *name, zkl_contender_t **out,
                             size_t *count) {
-  return zkl__list_named(c, root ? root : "/election", name, "-elect-", out,
-                         count);
+  return zkl__list_named(c, root ? root : "/election", name, out, count);
 }
 

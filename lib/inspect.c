@@ -152,7 +152,7 @@ static int order_listing(zkl_contender_t *res, size_t n) {
   int rc = ZKL_ENOMEM;
   if (e && skip && r) {
     for (i = 0; i < n; i++) {
-      e[i].seq = res[i].seq;
+      zkl__name_parse(res[i].node, &e[i].seq, &e[i].kind);
       e[i].name = res[i].node;
       skip[i] = res[i].owner == 0;
     }
@@ -169,8 +169,8 @@ static int order_listing(zkl_contender_t *res, size_t n) {
   return rc;
 }
 
-int zkl__queue_list(zkl_client_t *c, const char *dir, const char *marker,
-                    zkl_contender_t **out, size_t *count) {
+int zkl__queue_list(zkl_client_t *c, const char *dir, zkl_contender_t **out,
+                    size_t *count) {
   pthread_cond_t cv;
   zkl__call_t sy, ls, *ptrs[2] = {&sy, &ls};
   zkl__session_t *s;
@@ -196,7 +196,7 @@ int zkl__queue_list(zkl_client_t *c, const char *dir, const char *marker,
   zkl__call_free(&sy);
   rc = ls.rc == ZNONODE ? ZOK : ls.rc;
   if (rc == ZOK && ls.kids.count > 0) {
-    n = zkl__contenders(ls.kids.data, ls.kids.count, marker, &it);
+    n = zkl__contenders(ls.kids.data, ls.kids.count, &it);
     res = n >= 0 ? calloc((size_t)n + 1, sizeof *res) : NULL;
     rc = !res ? ZKL_ENOMEM : n ? read_all(c, s, dir, it, n, res, count) : ZOK;
     if (rc == ZOK && *count > 1)
@@ -218,8 +218,7 @@ int zkl__queue_list(zkl_client_t *c, const char *dir, const char *marker,
 }
 
 int zkl__list_named(zkl_client_t *c, const char *root, const char *name,
-                    const char *marker, zkl_contender_t **out,
-                    size_t *count) {
+                    zkl_contender_t **out, size_t *count) {
   char *tmp, *dir;
   int rc;
   if (out)
@@ -236,7 +235,7 @@ int zkl__list_named(zkl_client_t *c, const char *root, const char *name,
   free(tmp);
   if (!dir)
     return ZKL_ENOMEM;
-  rc = zkl__queue_list(c, dir, marker, out, count);
+  rc = zkl__queue_list(c, dir, out, count);
   free(dir);
   return rc;
 }

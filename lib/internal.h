@@ -26,16 +26,27 @@ ZKL__HIDDEN int zkl__seq_parse(const char *node, const char *marker,
                                int32_t *seq);
 ZKL__HIDDEN int zkl__seq_before(int32_t a, int32_t b);
 
-/* One contender of a listing: its sequence and its (borrowed) name. */
+/* Kinds of contender node: exclusive ones conflict with every node,
+ * shared ones only with exclusive ones. LOWERS: its client may later
+ * create a node that sorts below later contenders (zkl__may_insert_below). */
+enum { ZKL__KIND_EXCL = 1, ZKL__KIND_SHARED = 2, ZKL__KIND_LOWERS = 4 };
+/* Whether `node` ends in a sequence, as every contender's name does,
+ * whatever library made it: its sequence, and its kind by the marker
+ * before it (an unknown marker: exclusive). */
+ZKL__HIDDEN int zkl__name_parse(const char *node, int32_t *seq, int *kind);
+
+/* One contender of a listing: its sequence, kind and (borrowed) name. */
 typedef struct zkl__entry {
   int32_t seq;
+  int kind;
   const char *name;
 } zkl__entry_t;
-/* The contenders among `names` (those ending in marker + sequence), in
- * listing order. *out (free()) borrows the names. Returns the count, or -1
- * when out of memory. */
-ZKL__HIDDEN int zkl__contenders(char *const *names, int n, const char *marker,
-                                zkl__entry_t **out);
+/* The contenders among `names` (zkl__name_parse), in listing order.
+ * *out (free()) borrows the names. Returns the count, or -1 when out of
+ * memory. */
+ZKL__HIDDEN int zkl__contenders(char *const *names, int n, zkl__entry_t **out);
+ZKL__HIDDEN int zkl__may_insert_below(const zkl__entry_t *e, int n, int me,
+                                      const unsigned char *skip);
 /* The number of entries before e[me] in queue order (0: e[me] holds),
  * leaving out those with skip[i] set (skip may be NULL); *pred (may be
  * NULL) gets the index of the nearest of them, the one to watch, or -1. */
@@ -323,15 +334,14 @@ ZKL__HIDDEN void zkl__queue_cancel(zkl__queue_t *q);
  * lock; a must stay alive meanwhile. */
 ZKL__HIDDEN int zkl__queue_verify(zkl__queue_t *q, zkl__acq_t *a);
 ZKL__HIDDEN int zkl__queue_list(zkl_client_t *c, const char *dir,
-                                const char *marker, zkl_contender_t **out,
-                                size_t *count);
+                                zkl_contender_t **out, size_t *count);
 /* Fills host, pid, thread, id and data of e from node data d (untrusted:
  * any bytes). Returns ZKL_OK or ZKL_ENOMEM. */
 ZKL__HIDDEN int zkl__parse_node_data(zkl_contender_t *e, const char *d,
                                      size_t len);
 /* The same after validating root and name (public list functions). */
 ZKL__HIDDEN int zkl__list_named(zkl_client_t *c, const char *root,
-                                const char *name, const char *marker,
-                                zkl_contender_t **out, size_t *count);
+                                const char *name, zkl_contender_t **out,
+                                size_t *count);
 
 #endif

@@ -43,12 +43,14 @@ int zkl_mutex_create(zkl_mutex_t **out, zkl_client_t *c, const char *name,
   if (zkl__forked(c->fork_gen))
     return ZKL_EFORKED;
   if (o && (o->data_len > ZKL_DATA_MAX || (o->data_len && !o->data) ||
-            (o->flags & ~(unsigned)ZKL_MUTEX_NO_NODE_WATCH)))
+            (o->flags & ~(unsigned)(ZKL_MUTEX_NO_NODE_WATCH | ZKL_MUTEX_KAZOO))))
     return ZKL_EINVAL;
   m = calloc(1, sizeof *m);
   if (!m)
     return ZKL_ENOMEM;
-  rc = zkl__queue_init(&m->q, c, root, name, "-lock-", NULL,
+  rc = zkl__queue_init(&m->q, c, root, name,
+                       o && (o->flags & ZKL_MUTEX_KAZOO) ? "__lock__" : "-lock-",
+                       NULL,
                        o ? o->data : NULL, o ? o->data_len : 0,
                        o && (o->flags & ZKL_MUTEX_NO_NODE_WATCH)
                            ? ZKL__Q_NO_NODE_WATCH
@@ -345,8 +347,7 @@ int zkl_mutex_node_path(const zkl_mutex_t *m, char *buf, size_t size) {
 
 int zkl_mutex_queue(zkl_client_t *c, const char *root, const char *name,
                     zkl_contender_t **out, size_t *count) {
-  return zkl__list_named(c, root ? root : "/locks", name, "-lock-", out,
-                         count);
+  return zkl__list_named(c, root ? root : "/locks", name, out, count);
 }
 
 int zkl_mutex_verify(zkl_mutex_t *m) {

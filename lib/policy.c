@@ -56,14 +56,89 @@ int zkl__seq_before(int32_t a, int32_t b) {
   return (int32_t)((uint32_t)a - (uint32_t)b) < 0;
 }
 
-int zkl__contenders(char *const *names, int n, const char *marker,
-                    zkl__entry_t **out) {
+/* The markers other libraries' lock recipes put before the sequence, and
+ * zklock's own: what kind of contender a node is. Anything else that ends
+ * in a sequence is a contender of a kind this version does not know, and
+ * counts as exclusive, so that mixing recipes, libraries or versions on one
+ * name never admits two holders. */
+static const struct {
+  const char *marker;
+  int kind;
+} kinds[] = {
+    {"-lock-", ZKL__KIND_EXCL},      /* zklock's mutex; Curator's mutex */
+    {"-elect-", ZKL__KIND_EXCL},     /* zklock's election */
+    {"__lock__", ZKL__KIND_EXCL},    /* kazoo's Lock and WriteLock */
+    {"__rlock__", ZKL__KIND_SHARED}, /* kazoo's ReadLock */
+    {"__WRIT__", ZKL__KIND_EXCL | ZKL__KIND_LOWERS}, /* Curator's RW lock */
+    {"__READ__", ZKL__KIND_SHARED},
+};
+
+/* The kind of a node whose name, up to len, ends with a known marker;
+ * -1 if none does. */
+static int known(const char *node, size_t len) {
+  size_t i, m;
+  for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    m = strlen(kinds[i].marker);
+    if (len >= m && memcmp(node + len - m, kinds[i].marker, m) == 0)
+      return kinds[i].kind;
+  }
+  return -1;
+}
+
+static int64_t digits(const char *s, size_t len) {
+  int64_t v = 0;
+  while (len--)
+    v = v * 10 + (*s++ - '0');
+  return v;
+}
+
+/* Any contender, whatever its client: the server appended %010d of the
+ * parent's counter to the prefix the client chose, so the name ends in 10
+ * digits, or after the wrap in '-' and 9 or 10 digits. A '-' before 10
+ * digits is a sign when the marker ends just before it, or when the value
+ * cannot be positive; for a prefix of unknown kind ending in '-' the two
+ * readings can differ (values of 10 digits that fit either way, just
+ * after the wrap), and the positive one is taken. A known marker followed
+ * by 9 digits is no name the server makes. */
+int zkl__name_parse(const char *node, int32_t *seq, int *kind) {
+  size_t n = strlen(node), t = 0, end;
+  int64_t v;
+  int neg = 0, k;
+  while (t < n && node[n - 1 - t] >= '0' && node[n - 1 - t] <= '9')
+    t++;
+  if (t >= 10) {
+    v = digits(node + n - 10, 10);
+    end = n - 10;
+    if (t == 10 && end > 0 && node[end - 1] == '-' &&
+        (known(node, end - 1) >= 0 ||
+         (known(node, end) < 0 && v > INT32_MAX))) {
+      neg = 1;
+      end--;
+    }
+  } else if (t == 9 && n > 9 && node[n - 10] == '-' && known(node, n - 9) < 0) {
+    v = digits(node + n - 9, 9);
+    neg = 1;
+    end = n - 10;
+  } else {
+    return 0;
+  }
+  if (neg)
+    v = -v;
+  if (v < INT32_MIN || v > INT32_MAX)
+    return 0;
+  k = known(node, end);
+  *seq = (int32_t)v;
+  *kind = k < 0 ? ZKL__KIND_EXCL : k;
+  return 1;
+}
+
+int zkl__contenders(char *const *names, int n, zkl__entry_t **out) {
   zkl__entry_t *e = malloc((size_t)(n > 0 ? n : 1) * sizeof *e);
   int i, k = 0;
   if (!e)
     return -1;
   for (i = 0; i < n; i++)
-    if (zkl__seq_parse(names[i], marker, &e[k].seq))
+    if (zkl__name_parse(names[i], &e[k].seq, &e[k].kind))
       e[k++].name = names[i];
   *out = e;
   return k;
@@ -85,6 +160,20 @@ static int nearer(const zkl__entry_t *x, const zkl__entry_t *y,
   if (dx != dy)
     return dx < dy;
   return strcmp(x->name, y->name) > 0;
+}
+
+/* Whether a node before e[me] may later put a node below e[me], which
+ * makes a predecessor's deletion prove nothing by itself: Curator's
+ * read-write lock, since CURATOR-621, downgrades by creating a read node
+ * that carries its writer's sequence. */
+int zkl__may_insert_below(const zkl__entry_t *e, int n, int me,
+                          const unsigned char *skip) {
+  int i;
+  for (i = 0; i < n; i++)
+    if (i != me && !(skip && skip[i]) && (e[i].kind & ZKL__KIND_LOWERS) &&
+        before(&e[i], &e[me]))
+      return 1;
+  return 0;
 }
 
 /* Decided from e[me]'s own point of view, one pair at a time: two real

@@ -445,13 +445,14 @@ static int list(run_t *r, zkl__call_t *ls) {
 /* Finds our place in a listing, from our own node's point of view (see
  * policy.c). Returns HOLD, ZKL_EREVOKED or RETRY (our node is not there),
  * or ZKL_OK with *pred (allocated full path of the nearest contender
- * before us) and *sole (it is the only one before us). */
+ * before us) and *sole (it is the only one before us, and nothing before
+ * us can put a node below us: its deletion alone will prove we hold). */
 static int position(run_t *r, const zkl__call_t *ls, char **pred, int *sole) {
   const char *me = strrchr(r->a->path, '/') + 1;
   zkl__entry_t *e;
   unsigned char *skip;
   int n, i, idx = -1, rc, before, p;
-  n = zkl__contenders(ls->kids.data, ls->kids.count, r->q->marker, &e);
+  n = zkl__contenders(ls->kids.data, ls->kids.count, &e);
   if (n < 0)
     return ZKL_ENOMEM;
   skip = calloc((size_t)n + 1, 1);
@@ -471,7 +472,7 @@ static int position(run_t *r, const zkl__call_t *ls, char **pred, int *sole) {
     rc = HOLD;
   } else {
     *pred = zkl__join(r->q->prefix, e[p].name);
-    *sole = before == 1;
+    *sole = before == 1 && !zkl__may_insert_below(e, n, idx, skip);
     rc = *pred ? ZKL_OK : ZKL_ENOMEM;
   }
   free(skip);

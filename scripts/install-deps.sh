@@ -8,7 +8,8 @@ set -eu
 
 PACKAGES="build-essential autoconf automake libtool pkg-config
 libzookeeper-mt-dev zookeeper default-jre-headless procps iproute2 valgrind
-python3 groff-base util-linux clang libclang-rt-14-dev spin"
+python3 groff-base util-linux clang libclang-rt-14-dev spin
+python3-kazoo"
 
 missing=""
 for p in $PACKAGES; do

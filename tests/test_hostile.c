@@ -4,6 +4,7 @@
  * misuse (fork, two objects for one lock, a past deadline on first use,
  * destroy while in use). The admin handle of admin.h is the co-tenant. */
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/wait.h>
 
@@ -114,6 +115,88 @@ static void test_persistent_node_not_waited_for(void) {
   CHECK_RC(zkl_election_wait(e, zkl_now_ms() + 5000), ZKL_OK);
   CHECK_RC(zkl_election_resign(e), ZKL_OK);
   CHECK_RC(zkl_election_destroy(e), ZKL_OK);
+  zkl_client_destroy(c);
+}
+
+/* Other libraries' contenders on the same name: kazoo's Lock, ReadLock,
+ * Curator's read-write lock, and a kind no one knows all keep the mutex
+ * out while their (ephemeral) node lives. */
+static void test_other_libraries_contenders(void) {
+  static const char *kinds[] = {"9f1e__lock__", "9f1e__rlock__",
+                                "_c_ab-__WRIT__", "_c_ab-__READ__",
+                                "latch-"};
+  zkl_client_t *c = client(10000);
+  zkl_mutex_t *m;
+  char made[512], path[512];
+  size_t i;
+  new_root();
+  make_dir("peers");
+  m = mutex(c, "peers");
+  for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    snprintf(path, sizeof path, "%s/peers/%s", root, kinds[i]);
+    CHECK_INT(zoo_create(admin, path, "x", 1, &ZOO_OPEN_ACL_UNSAFE,
+                         ZOO_EPHEMERAL | ZOO_SEQUENCE, made, sizeof made),
+              ==, ZOK);
+    CHECK_RC(zkl_mutex_trylock(m), ZKL_EBUSY);
+    CHECK_INT(zoo_delete(admin, made, -1), ==, ZOK);
+    CHECK_RC(zkl_mutex_trylock(m), ZKL_OK);
+    CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  }
+  zkl_mutex_destroy(m);
+  zkl_client_destroy(c);
+}
+
+struct timed_waiter {
+  zkl_mutex_t *m;
+  int64_t deadline;
+  int rc, unlock_rc;
+  _Atomic int done;
+};
+
+static void *timed_waiter(void *arg) {
+  struct timed_waiter *w = arg;
+  w->rc = zkl_mutex_timedlock(w->m, w->deadline);
+  if (w->rc == ZKL_OK)
+    w->unlock_rc = zkl_mutex_unlock(w->m);
+  atomic_store(&w->done, 1);
+  return NULL;
+}
+
+/* Curator's read-write lock downgrades (since CURATOR-621) by creating a
+ * read node named with its writer's sequence, below the waiters queued
+ * after that writer, then deleting the writer. A waiter whose predecessor
+ * was such a writer must not take the writer's deletion for its turn. */
+static void test_curator_downgrade(void) {
+  zkl_client_t *c = client(10000);
+  zkl_mutex_t *m;
+  struct timed_waiter w = {0};
+  pthread_t t;
+  char writer[512], reader[512];
+  const char *seq;
+  new_root();
+  make_dir("downgrade");
+  snprintf(writer, sizeof writer, "%s/downgrade/_c_ab-__WRIT__", root);
+  CHECK_INT(zoo_create(admin, writer, "", 0, &ZOO_OPEN_ACL_UNSAFE,
+                       ZOO_EPHEMERAL | ZOO_SEQUENCE, writer, sizeof writer),
+            ==, ZOK);
+  m = mutex(c, "downgrade");
+  w.m = m;
+  w.deadline = zkl_now_ms() + 15000;
+  pthread_create(&t, NULL, timed_waiter, &w);
+  WAIT_FOR(queue_len("downgrade") == 2, 5000);
+  usleep(300000); /* its watch is set */
+  seq = strstr(writer, "__WRIT__") + 8;
+  snprintf(reader, sizeof reader, "%s/downgrade/_c_ab-__READ__%s", root, seq);
+  CHECK_INT(zoo_create(admin, reader, "", 0, &ZOO_OPEN_ACL_UNSAFE,
+                       ZOO_EPHEMERAL, NULL, 0), ==, ZOK);
+  CHECK_INT(zoo_delete(admin, writer, -1), ==, ZOK);
+  usleep(1500000);
+  CHECK_INT(atomic_load(&w.done), ==, 0); /* still waiting: the reader holds */
+  CHECK_INT(zoo_delete(admin, reader, -1), ==, ZOK);
+  pthread_join(t, NULL);
+  CHECK_RC(w.rc, ZKL_OK);
+  CHECK_RC(w.unlock_rc, ZKL_OK);
+  zkl_mutex_destroy(m);
   zkl_client_destroy(c);
 }
 
@@ -630,6 +713,8 @@ int main(void) {
   admin_open();
   RUN(test_sequences_spanning_2_31);
   RUN(test_persistent_node_not_waited_for);
+  RUN(test_other_libraries_contenders);
+  RUN(test_curator_downgrade);
   RUN(test_recreated_hold_is_lost);
   RUN(test_rewrite_keeps_watch);
   RUN(test_recreate_just_before_unlock);

@@ -25,6 +25,76 @@ static void test_seq_parse(void) {
   CHECK(!zkl__seq_parse("", "-lock-", &s));
 }
 
+/* Every library's contender is one: kazoo's, Curator's and zklock's
+ * markers give the kind; an unknown one counts as exclusive. */
+static void test_name_parse(void) {
+  int32_t s = 0;
+  int k = 0;
+  CHECK(zkl__name_parse("abc-lock-0000000042", &s, &k));
+  CHECK_INT(s, ==, 42);
+  CHECK_INT(k, ==, ZKL__KIND_EXCL);
+  CHECK(zkl__name_parse("g-lock--000000005", &s, &k));
+  CHECK_INT(s, ==, -5);
+  CHECK(zkl__name_parse("g-lock--2147483648", &s, &k));
+  CHECK_INT(s, ==, -2147483647 - 1);
+  CHECK_INT(k, ==, ZKL__KIND_EXCL);
+  CHECK(zkl__name_parse("g-lock-2147483647", &s, &k));
+  CHECK_INT(s, ==, 2147483647);
+  CHECK(zkl__name_parse("g-lock--1500000000", &s, &k)); /* sign: known marker */
+  CHECK_INT(s, ==, -1500000000);
+  CHECK(zkl__name_parse("_c_9f1e-lock-0000000007", &s, &k)); /* Curator */
+  CHECK_INT(s, ==, 7);
+  CHECK(zkl__name_parse("9f1e__lock__0000000003", &s, &k)); /* kazoo */
+  CHECK_INT(s, ==, 3);
+  CHECK_INT(k, ==, ZKL__KIND_EXCL);
+  CHECK(zkl__name_parse("9f1e__rlock__0000000004", &s, &k));
+  CHECK_INT(k, ==, ZKL__KIND_SHARED);
+  CHECK(zkl__name_parse("9f1e__lock__-2147483648", &s, &k));
+  CHECK_INT(s, ==, -2147483647 - 1);
+  CHECK(zkl__name_parse("_c_9f-__READ__0000000011", &s, &k));
+  CHECK_INT(k, ==, ZKL__KIND_SHARED);
+  CHECK(zkl__name_parse("_c_9f-__WRIT__0000000012", &s, &k));
+  CHECK_INT(k, ==, ZKL__KIND_EXCL | ZKL__KIND_LOWERS);
+  CHECK(zkl__name_parse("x-elect-0000000001", &s, &k));
+  /* unknown kinds: exclusive; a '-' before 10 digits that fit either
+   * way is not a sign, one before 9 digits or a value too big is */
+  CHECK(zkl__name_parse("latch-0000000009", &s, &k));
+  CHECK_INT(s, ==, 9);
+  CHECK_INT(k, ==, ZKL__KIND_EXCL);
+  CHECK(zkl__name_parse("node0000000010", &s, &k));
+  CHECK_INT(s, ==, 10);
+  CHECK(zkl__name_parse("w-1500000000", &s, &k));
+  CHECK_INT(s, ==, 1500000000);
+  CHECK(zkl__name_parse("w-2147483648", &s, &k));
+  CHECK_INT(s, ==, -2147483647 - 1);
+  CHECK(zkl__name_parse("w--000000005", &s, &k));
+  CHECK_INT(s, ==, -5);
+  CHECK(zkl__name_parse("0000000001", &s, &k));
+  CHECK(zkl__name_parse("n12147483647", &s, &k)); /* the last 10 digits */
+  CHECK_INT(s, ==, 2147483647);
+  CHECK(!zkl__name_parse("w-2147483649", &s, &k));
+  CHECK(!zkl__name_parse("n2147483648", &s, &k));
+  CHECK(!zkl__name_parse("g-lock-42", &s, &k));
+  CHECK(!zkl__name_parse("g-lock-000000042", &s, &k)); /* 9 digits, no sign */
+  CHECK(!zkl__name_parse("other-node", &s, &k));
+  CHECK(!zkl__name_parse("", &s, &k));
+}
+
+/* A Curator read-write writer before us may downgrade by creating a read
+ * node with its own (lower) sequence: no zero-read hand-off behind it. */
+static void test_may_insert_below(void) {
+  char *names[] = {"_c_a-__WRIT__0000000001", "g-lock-0000000002",
+                   "h-lock-0000000003"};
+  zkl__entry_t *e = NULL;
+  unsigned char skip[3] = {1, 0, 0};
+  CHECK_INT(zkl__contenders(names, 3, &e), ==, 3);
+  CHECK(!zkl__may_insert_below(e, 3, 0, NULL));
+  CHECK(zkl__may_insert_below(e, 3, 1, NULL));
+  CHECK(zkl__may_insert_below(e, 3, 2, NULL));
+  CHECK(!zkl__may_insert_below(e, 3, 2, skip)); /* planted, skipped */
+  free(e);
+}
+
 static void test_serial_order(void) {
   CHECK(zkl__seq_before(1, 2));
   CHECK(!zkl__seq_before(2, 1));
@@ -45,7 +115,7 @@ static void test_place(void) {
                    "other-node", "c-lock-0000000005"};
   zkl__entry_t *e = NULL;
   unsigned char skip[6] = {0};
-  int n = zkl__contenders(names, 6, "-lock-", &e), i, heads = 0, pred;
+  int n = zkl__contenders(names, 6, &e), i, heads = 0, pred;
   CHECK_INT(n, ==, 5);
   for (i = 0; i < n; i++)
     if (e[i].name[0] != 'z' && zkl__place(e, n, i, NULL, NULL) == 0)
@@ -65,7 +135,7 @@ static void test_place(void) {
   {
     char *tie[] = {"x-lock-0000000007", "y-lock-0000000007"};
     zkl__entry_t *t = NULL;
-    CHECK_INT(zkl__contenders(tie, 2, "-lock-", &t), ==, 2);
+    CHECK_INT(zkl__contenders(tie, 2, &t), ==, 2);
     CHECK_INT(zkl__place(t, 2, 0, NULL, NULL) + zkl__place(t, 2, 1, NULL, NULL),
               ==, 1);
     free(t);
@@ -188,6 +258,8 @@ static void test_handles(void) {
 
 int main(void) {
   RUN(test_seq_parse);
+  RUN(test_name_parse);
+  RUN(test_may_insert_below);
   RUN(test_serial_order);
   RUN(test_place);
   RUN(test_names);

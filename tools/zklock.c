@@ -11,7 +11,7 @@
 
 static const char usage_text[] =
     "usage: zklock [-s HOSTS] [-r ROOT] [-n | -w SECONDS] [-E CODE]\n"
-    "              [-t SESSION_MS] [-k SECONDS] [-a FILE] [--acl ACL]\n"
+    "              [-t SESSION_MS] [-k SECONDS] [-a FILE] [--acl ACL] [--kazoo]\n"
     "              NAME COMMAND [ARG...]\n"
     "       zklock [-s HOSTS] [-r ROOT] [-a FILE] --list NAME\n"
     "\n"
@@ -29,6 +29,8 @@ static const char usage_text[] =
     "                            in FILE (default $ZKLOCK_AUTH_FILE)\n"
     "      --acl open|creator    ACL of the nodes we create (default open;\n"
     "                            creator: only our identity may change them)\n"
+    "      --kazoo               name our node as kazoo's Lock does, so that\n"
+    "                            kazoo users of the same lock wait for us\n"
     "  -l, --list                list the holder and the waiters of NAME\n"
     "  -h, --help                this text;  -V, --version\n"
     "\n"
@@ -45,10 +47,11 @@ struct opts {
   int nonblock, list;
   double wait_s; /* < 0: wait forever */
   long conflict, grace_ms;
+  int kazoo;
 };
 /* main()'s options before parsing; fuzz/fuzz_zklock_cli.c starts from it too. */
 #define OPTS_DEFAULT                                                           \
-  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL}, "/locks", 0, 0, -1, 1, 5000}
+  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL}, "/locks", 0, 0, -1, 1, 5000, 0}
 
 
 static void cancel_lock(void *m) { zkl_mutex_cancel(m); }
@@ -70,6 +73,7 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
       {"timeout", required_argument, 0, 'w'},
       {"conflict-exit-code", required_argument, 0, 'E'},
       {"list", no_argument, 0, 'l'},
+      {"kazoo", no_argument, 0, 'K'},
       {"help", no_argument, 0, 'h'},
       {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
@@ -81,6 +85,7 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     case 'r': o->root = optarg; break;
     case 'n': o->nonblock = 1; break;
     case 'l': o->list = 1; break;
+    case 'K': o->kazoo = 1; break;
     case 'w':
       if (cli_seconds(optarg, &o->wait_s) != 0)
         return cli_usage("-w needs a number of seconds");
@@ -209,6 +214,7 @@ int main(int argc, char **argv) {
   }
   mo.root = o.root;
   mo.state_fn = on_state;
+  mo.flags = o.kazoo ? ZKL_MUTEX_KAZOO : 0;
   if ((rc = zkl_mutex_create(&m, c, argv[first], &mo)) != ZKL_OK) {
     code = cli_fail("cannot create the lock object", rc);
     zkl_client_destroy(c);
