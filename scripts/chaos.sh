@@ -30,7 +30,7 @@ done
 case "$minutes" in '' | *[!0-9]*) [ -z "$minutes" ] || { echo "chaos.sh: --minutes takes a number" >&2; exit 2; } ;; esac
 
 if [ ! -f /usr/share/java/zookeeper.jar ] || ! command -v python3 >/dev/null; then
-  bash "$top/scripts/install-deps.sh"
+  bash "$top/scripts/install-deps.sh" --test
 fi
 [ -f "$build/Makefile" ] || bash "$top/scripts/build.sh" "$build"
 make -C "$build" -s tests/chaos_client tests/chaos_rogue tests/locker >/dev/null

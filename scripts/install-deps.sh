@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# install-deps.sh: install what building and testing zklock needs on Debian 12.
+# install-deps.sh [--test]: install what building and running zklock needs
+# on Debian 12; with --test, also what its tests need: valgrind, clang for
+# the fuzzers, spin for the model, and the peers the interoperability
+# tests run against (kazoo, Apache Curator with a JDK to compile against).
 #
 # Idempotent and quiet when everything is already installed, so CI and
 # developers can run it unconditionally.  Needs root only when something is
@@ -7,9 +10,15 @@
 set -eu
 
 PACKAGES="build-essential autoconf automake libtool pkg-config
-libzookeeper-mt-dev zookeeper default-jre-headless procps iproute2 valgrind
-python3 groff-base util-linux clang libclang-rt-14-dev spin
-python3-kazoo"
+libzookeeper-mt-dev zookeeper default-jre-headless procps iproute2
+python3 groff-base util-linux"
+TEST_PACKAGES="valgrind clang libclang-rt-14-dev spin
+python3-kazoo default-jdk-headless libcurator-recipes-java"
+case ${1:-} in
+--test) PACKAGES="$PACKAGES $TEST_PACKAGES" ;;
+'') ;;
+*) echo "usage: install-deps.sh [--test]" >&2; exit 64 ;;
+esac
 
 missing=""
 for p in $PACKAGES; do

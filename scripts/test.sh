@@ -20,7 +20,7 @@
 set -eu
 top=$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)
 cd "$top"
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --test
 
 passed=0 failed=0 skipped=0
 # run_suite NAME CONFIGURE-ARGS...: build in build/NAME and run make check.

@@ -7,7 +7,7 @@ set -eu
 : "${top_srcdir:=.}"
 if ! command -v spin >/dev/null 2>&1; then
   if [ -n "${CI:-}" ]; then
-    echo "FAIL: spin is not installed (scripts/install-deps.sh installs it)"
+    echo "FAIL: spin is not installed (scripts/install-deps.sh --test installs it)"
     exit 1
   fi
   echo "spin is not installed: skipping"
