@@ -19,6 +19,10 @@
  *   STALE_SERVER  drop a ZooKeeper guarantee: once, a reconnection goes
  *            to a server that lacks a watched node of another session
  *            (it reports it deleted); shows what BUG_NO_EPOCH guards
+ *   PEER     a Curator read-write writer on the same lock: it queues,
+ *            holds, downgrades by creating a read node with its write
+ *            node's sequence (CURATOR-621), deletes the write node, then
+ *            releases; zkl__may_insert_below() guards the hand-off
  *   LIVE     the liveness claim instead of the end-state checks
  *            (run pan with -a -f)
  * Guards removed (model/README.md, "Mutants"):
@@ -32,6 +36,8 @@
  *   BUG_WAIT_PLANTED   wait behind a node that is not ephemeral
  *   BUG_F2_LISTING     join() as before 8b1c784: a failed create leaves
  *                      the listing's code as it was
+ *   BUG_NO_LOWERS      hand-off although a node before us may put a node
+ *                      below us (zkl__may_insert_below ignored)
  * Defects found by the model, as the code was before their fixes
  * (model/README.md, "Findings"):
  *   BUG_F1   a judged unlock trusts a delete whose read did not answer
@@ -84,6 +90,9 @@
 #endif
 
 #define K 14          /* node slots, one per node ever created: czxid = slot+1 */
+#define PEER_S 7      /* the Curator peer's session */
+#define PEER_R 14     /* its read node's guid, and its write node's: */
+#define PEER_W 15
 #define NS 8          /* session ids 1..7; 0 = none, the owner of a persistent node */
 #define QN 10         /* a session's inbound FIFO: replies and events */
 #define IG 2          /* planted names a queue object remembers (q->ignored) */
@@ -167,6 +176,7 @@ bit  sx[N];              /* the client's LOST deadline for its last drop
 short sw[N];             /* the watches (node slots) that connection carries */
 byte nlive = 0;          /* live nodes of contender sessions */
 bit  planted;            /* the hostile session's own node exists */
+bit  peer_holds, peer_done;  /* the Curator peer holds (write, then read) */
 chan inq[N] = [QN] of { mtype, byte, byte, byte, byte };
 /* requests made while the connection is down: kind, argument, x2, session */
 chan held[N] = [HQ] of { mtype, byte, byte, byte };
@@ -372,12 +382,14 @@ inline zk_list(me) {
   :: else ->
      t = NONE;
      r4 = 0;
+     j = 0;    /* a node before us may put one below us (Curator RW) */
      k = 0;
      do
      :: k < nslots ->
         if
         :: nalive[k] && k != u && !IGNORED(nname[k]) && BEFORE(nname[k], me) ->
            r4++;
+           if :: GID(nname[k]) == PEER_W -> j = 1 :: else fi;
            if :: t == NONE || NEARER(nname[k], nname[t]) -> t = k :: else fi
         :: else
         fi;
@@ -386,7 +398,11 @@ inline zk_list(me) {
      od;
      if
      :: r4 == 0 -> r2 = P_HOLD * 2
+#ifdef BUG_NO_LOWERS
      :: else -> r2 = P_WAIT * 2 + (r4 == 1); r3 = nname[t]
+#else
+     :: else -> r2 = P_WAIT * 2 + (r4 == 1 && !j); r3 = nname[t]
+#endif
      fi;
      r4 = 0
   fi
@@ -644,7 +660,7 @@ inline handle() {
      :: t < PD -> if :: pd_s[i * PD + t] == m3 && !pd_fly[i * PD + t] -> pd_s[i * PD + t] = 0 :: else fi; t++
      :: else -> break
      od;
-     assert(csess + N < NS);
+     assert(csess + N < PEER_S);
      csess = csess + N;
      salive[csess] = 1;
      cst = C_CONNECTING;
@@ -973,7 +989,7 @@ inline recover() {
 /* join(): create and getChildren sent back to back: one round trip */
 inline join() {
   a_guid[i] = i + 1 + N * natt; natt++;
-  assert(a_guid[i] < 16);
+  assert(a_guid[i] < PEER_R);
   s = csess; ep2 = epoch;
   jslot = NONE;
   atomic {
@@ -1271,7 +1287,8 @@ inline check_exclusion() {
             nrogue[a_czx[j] - 1] || nrogue[aczx - 1]);
      j++
   :: else -> break
-  od
+  od;
+  assert(!peer_holds)
 }
 
 /* zkl__queue_acquire() */
@@ -1338,6 +1355,52 @@ proctype user(byte i) {
   atomic { wc[i] = W_USER; mu[i] = 0; fin++ }
 }
 
+#ifdef PEER
+/* A Curator read-write writer (session PEER_S): joins, holds once no node
+ * is before its write node, downgrades by creating a read node that
+ * carries the write node's sequence (below anyone queued after it), drops
+ * the write node, and releases. It never loses its session. */
+proctype peer() {
+  byte w, r, k, j, t, sq;
+  atomic {
+    assert(cnt < 16);
+    sq = cnt; cnt++;
+    w = nslots; new_slot(NAME(PEER_W, sq), PEER_S);
+    printf("MSC: peer queues write node %d\n", NAME(PEER_W, sq))
+  }
+  atomic {
+    /* the head: no live ephemeral node before it */
+    !(nalive[0] && nown[0] != 0 && SEQ(nname[0]) < sq) &&
+    !(nalive[1] && nown[1] != 0 && SEQ(nname[1]) < sq) &&
+    !(nalive[2] && nown[2] != 0 && SEQ(nname[2]) < sq) &&
+    !(nalive[3] && nown[3] != 0 && SEQ(nname[3]) < sq) &&
+    !(nalive[4] && nown[4] != 0 && SEQ(nname[4]) < sq) &&
+    !(nalive[5] && nown[5] != 0 && SEQ(nname[5]) < sq) &&
+    !(nalive[6] && nown[6] != 0 && SEQ(nname[6]) < sq) &&
+    !(nalive[7] && nown[7] != 0 && SEQ(nname[7]) < sq) &&
+    !(nalive[8] && nown[8] != 0 && SEQ(nname[8]) < sq) &&
+    !(nalive[9] && nown[9] != 0 && SEQ(nname[9]) < sq) &&
+    !(nalive[10] && nown[10] != 0 && SEQ(nname[10]) < sq) &&
+    !(nalive[11] && nown[11] != 0 && SEQ(nname[11]) < sq) &&
+    !(nalive[12] && nown[12] != 0 && SEQ(nname[12]) < sq) &&
+    !(nalive[13] && nown[13] != 0 && SEQ(nname[13]) < sq) ->
+    peer_holds = 1;
+    printf("MSC: peer holds (write)\n");
+    j = 0;
+    do
+    :: j < N -> assert(!incs[j] || !(st[j] == S_HELD || st[j] == S_AT_RISK)); j++
+    :: else -> break
+    od
+  }
+  atomic {
+    r = nslots; new_slot(NAME(PEER_R, sq), PEER_S);
+    printf("MSC: peer downgrades: read node %d, below later waiters\n", NAME(PEER_R, sq))
+  }
+  atomic { delete_slot(w); printf("MSC: peer deletes its write node\n") }
+  atomic { delete_slot(r); peer_holds = 0; peer_done = 1; printf("MSC: peer releases\n") }
+}
+#endif
+
 init {
   byte n;
   atomic {
@@ -1355,6 +1418,12 @@ init {
 #if ROGUE > 0
     run rogue();
 #endif
+#ifdef PEER
+    salive[PEER_S] = 1;
+    run peer();
+#else
+    peer_done = 1;
+#endif
   }
 }
 
@@ -1364,7 +1433,7 @@ init {
 active proctype quiet() {
   byte n;
   timeout ->
-  assert(fin == N);
+  assert(fin == N && peer_done);
   n = 0;
   do
   :: n < nslots ->

@@ -37,7 +37,7 @@ cc=${MODEL_CC:-cc}
 # What a counterexample must show: a kind, and what pan prints for it.
 kind_re() {
   case $1 in
-  excl) echo 'assertion violated.*incs\[j\]' ;;     # two holders (check_exclusion)
+  excl) echo 'assertion violated.*(incs\[j\]|peer_holds)' ;; # two holders
   unlock) echo 'assertion violated.*judged' ;;       # unlock said OK for a node not ours
   orphan) echo 'assertion violated.*salive\[nown' ;; # a node of a live contender left
   stuck) echo 'assertion violated \(fin==' ;;        # nothing can move, someone not done
@@ -70,6 +70,8 @@ safety-three|none|-DN=3 -DCONN=0 -DGIVEUP=1|$SAFE|-DSAFETY
 safety-nomem|none|-DNOMEM=1 -DCONN=0 -DGIVEUP=0|$SAFE|-DSAFETY
 safety-copy-giveup|none|-DCONN=1 -DGIVEUP=1 $COPY|$SAFE|-DSAFETY
 liveness-planted|none|-DLIVE -DCONN=0 -DGIVEUP=1 -DROGUE=1 -DRDELETE=0 -DRREPLACE=0|$LIVE|-DNFAIR=3
+safety-curator-peer|none|-DPEER -DCONN=0 -DGIVEUP=1|$SAFE|-DSAFETY
+mutant-no-lowers|excl|-DPEER -DBUG_NO_LOWERS -DCONN=0 -DGIVEUP=0|$SAFE|-DSAFETY
 mutant-no-sole|excl|-DBUG_NO_SOLE -DN=3 -DCONN=0 -DGIVEUP=1|$SAFE|-DSAFETY
 safety-stale-server|none|-DSTALE_SERVER -DCONN=1 -DGIVEUP=0|$SAFE|-DSAFETY
 mutant-no-epoch|excl|-DBUG_NO_EPOCH -DSTALE_SERVER -DCONN=1 -DGIVEUP=0|$SAFE|-DSAFETY
@@ -89,6 +91,7 @@ DLIVE="-m50000 -w26 -a -f"
 DC="-DSAFETY -DMEMLIM=6000"
 deep_checks="
 redundant-epoch|none|-DBUG_NO_EPOCH -DCONN=1 -DGIVEUP=1|$DSAFE|$DC
+deep-curator-peer|none|-DPEER -DCONN=1 -DGIVEUP=1|$DSAFE|$DC
 deep-copy|none|-DCONN=1 -DGIVEUP=1 -DEXPIRE=1 -DROGUE=1 -DRCOPY=1 -DRPLANT=0 -DRDELETE=0 -DRREPLACE=0|$DSAFE|$DC
 deep-cycles|none|-DCYCLES=2 -DCONN=1 -DGIVEUP=1|$DSAFE|$DC
 deep-three|none|-DN=3 -DCONN=0 -DGIVEUP=2|$DSAFE|$DC
