@@ -40,7 +40,7 @@ kind_re() {
   excl) echo 'assertion violated.*(incs\[j\]|peer_holds)' ;; # two holders
   unlock) echo 'assertion violated.*judged' ;;       # unlock said OK for a node not ours
   orphan) echo 'assertion violated.*salive\[nown' ;; # a node of a live contender left
-  stuck) echo 'assertion violated \(fin==' ;;        # nothing can move, someone not done
+  stuck) echo 'assertion violated \(+fin==' ;;        # nothing can move, someone not done
   foreign) echo 'assertion violated \(\(nown\[t\]==' ;; # a delete of a node not ours
   cycle) echo 'acceptance cycle' ;;                  # an acquisition that never ends
   *) echo "model.sh: unknown kind $1" >&2; echo '^$never' ;;
