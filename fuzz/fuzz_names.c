@@ -33,15 +33,28 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     /* Entries less than 2^31 apart (here: all in [0, 2^30)) are what real
      * contenders are: at most one of them may see nothing before itself.
      * Any other input must just not crash. */
-    int i, j, pred, heads = 0, near = 1;
+    int i, j, pred, heads = 0, near = 1, excl_holds = 0, holds = 0;
+    zkl__plan_t plan;
     for (i = 0; i < n; i++) {
       near &= e[i].seq >= 0 && e[i].seq < (1 << 30);
       for (j = 0; j < i; j++) /* a listing's names are distinct */
         near &= strcmp(e[i].name, e[j].name) != 0;
       heads += zkl__place(e, n, i, NULL, &pred) == 0;
       (void)zkl__may_insert_below(e, n, i, NULL);
+      /* the read-write policy: holders never conflict, and every watched
+       * entry is another one of the listing */
+      zkl__decide(e, n, i, NULL, &plan);
+      if (plan.nwatch > plan.before || plan.nwatch > ZKL__WATCH_MAX)
+        __builtin_trap();
+      for (j = 0; j < plan.nwatch; j++)
+        if (plan.watch[j] < 0 || plan.watch[j] >= n || plan.watch[j] == i)
+          __builtin_trap();
+      if (!plan.before) {
+        holds++;
+        excl_holds += (e[i].kind & ZKL__KIND_EXCL) != 0;
+      }
     }
-    if (near && heads > 1)
+    if (near && (heads > 1 || excl_holds > 1 || (excl_holds && holds > 1)))
       __builtin_trap();
     free(e);
   }

@@ -482,6 +482,7 @@ void zkl__path_watcher(zhandle_t *zh, int type, int state, const char *path,
                        void *ctx) {
   zkl_client_t *c = ctx;
   zkl__acq_t *a;
+  int i;
   (void)state;
   if (type == ZOO_SESSION_EVENT || !path)
     return;
@@ -489,12 +490,12 @@ void zkl__path_watcher(zhandle_t *zh, int type, int state, const char *path,
   for (a = c->acqs; a; a = a->next) {
     if (!a->sess || a->sess->zh != zh)
       continue;
-    if (a->watch_path && strcmp(a->watch_path, path) == 0) {
-      a->woke = 1;
-      if (type == ZOO_DELETED_EVENT)
-        a->pred_gone = 1;
-      pthread_cond_broadcast(&a->cv);
-    }
+    for (i = 0; i < a->nwatch; i++)
+      if (strcmp(a->watch[i], path) == 0) {
+        a->wflags[i] |=
+            type == ZOO_DELETED_EVENT ? ZKL__W_GONE : ZKL__W_CHANGED;
+        pthread_cond_broadcast(&a->cv);
+      }
     if (a->path && strcmp(a->path, path) == 0)
       own_event(c, a, type);
   }

@@ -102,7 +102,7 @@ int zkl_election_create(zkl_election_t **out, zkl_client_t *c,
 static void *campaign(void *arg) {
   zkl_election_t *e = arg;
   zkl__acq_t *a = NULL;
-  int rc = zkl__queue_acquire(&e->q, ZKL__BLOCK, -1, &a);
+  int rc = zkl__queue_acquire(&e->q, ZKL__BLOCK, 0, -1, &a);
   pthread_mutex_lock(&e->c->mu);
   e->q.users--;
   e->campaign_rc = rc;

@@ -47,6 +47,22 @@ typedef struct zkl__entry {
 ZKL__HIDDEN int zkl__contenders(char *const *names, int n, zkl__entry_t **out);
 ZKL__HIDDEN int zkl__may_insert_below(const zkl__entry_t *e, int n, int me,
                                       const unsigned char *skip);
+/* What e[me] does next: hold when `before` (contenders before it that
+ * conflict with it, skip[i] set left out) is 0; else watch the entries
+ * watch[0..nwatch), the nearest first. `handoff`: their deletion alone
+ * proves we hold, with no new listing. `downgrade_ok`: so does watch[0]'s
+ * data saying it holds in read mode (zkl__data_downgraded). */
+#define ZKL__WATCH_MAX 32
+typedef struct zkl__plan {
+  int before;
+  int nwatch;
+  int watch[ZKL__WATCH_MAX];
+  int handoff;
+  int downgrade_ok;
+} zkl__plan_t;
+ZKL__HIDDEN void zkl__decide(const zkl__entry_t *e, int n, int me,
+                             const unsigned char *skip, zkl__plan_t *p);
+ZKL__HIDDEN int zkl__data_downgraded(const char *data, size_t len);
 /* The number of entries before e[me] in queue order (0: e[me] holds),
  * leaving out those with skip[i] set (skip may be NULL); *pred (may be
  * NULL) gets the index of the nearest of them, the one to watch, or -1. */
@@ -112,7 +128,8 @@ struct zkl__queue {
   zkl_client_t *c;
   char *dir;          /* "<root>/<name>" */
   char *prefix;       /* "<dir>/" : guid and marker follow */
-  const char *marker; /* "-lock-", "-elect-" */
+  const char *marker; /* "-lock-", "-elect-", "__WRIT__": exclusive nodes */
+  const char *marker_shared; /* "__READ__": shared nodes, or NULL */
   char *id;           /* election candidate id, or NULL */
   void *user_data;    /* caller data stored in each node */
   size_t user_len;
@@ -128,6 +145,10 @@ struct zkl__queue {
   /* Delivers a state change to the recipe; runs on the event thread. */
   void (*notify)(zkl__queue_t *q, int state, uint64_t token);
 };
+
+/* What became of a watched node: deleted; changed (read it again); to be
+ * read. */
+enum { ZKL__W_GONE = 1, ZKL__W_CHANGED = 2, ZKL__W_READ = 4 };
 
 enum { ZKL__OWN_NONE = 0, ZKL__OWN_PENDING = 1, ZKL__OWN_OK = 2 };
 
@@ -149,10 +170,13 @@ struct zkl__acq {
    * showed the node ours (our czxid, our session as owner), so any later
    * change to it reaches zkl__path_watcher before any later reply. */
   int own_watch;
-  /* waiting for the predecessor (under c->mu) */
-  char *watch_path;
-  int pred_gone;
-  int woke;
+  int shared;            /* our node is of the queue's shared kind */
+  unsigned rdepth;       /* read holds of a read-write lock (owner thread) */
+  /* Waiting: the nodes watched, and what became of each (ZKL__W_*),
+   * under c->mu. */
+  char **watch;
+  unsigned char *wflags;
+  int nwatch;
   int session_lost;
   int revoked; /* our waiting node was deleted or replaced by someone */
   pthread_cond_t cv;
@@ -295,6 +319,10 @@ ZKL__HIDDEN void zkl__exists(zkl__call_t *call, zkl__session_t *s,
                              const char *path);
 ZKL__HIDDEN void zkl__delete(zkl__call_t *call, zkl__session_t *s,
                              const char *path);
+/* setData, if the node's data version is `version` (-1: any). */
+ZKL__HIDDEN void zkl__set(zkl__call_t *call, zkl__session_t *s,
+                          const char *path, const char *data, int len,
+                          int version);
 ZKL__HIDDEN void zkl__sync(zkl__call_t *call, zkl__session_t *s,
                            const char *path);
 /* Makes calls[0..n) (initialised, not yet issued) one batch: the waiter
@@ -311,6 +339,13 @@ ZKL__HIDDEN extern _Atomic int zkl__fault_create_nomem, zkl__fault_stat_lost;
 #endif
 ZKL__HIDDEN int zkl__is_conn_error(int rc);
 
+/* ---- held.c: holds by thread, across the process ------------------------ */
+/* Whether thread tid holds the lock of q (same directory, same ensemble)
+ * through another object than q's. */
+ZKL__HIDDEN int zkl__held_elsewhere(const zkl__queue_t *q, uint64_t tid);
+ZKL__HIDDEN void zkl__held_add(const zkl__queue_t *q, uint64_t tid);
+ZKL__HIDDEN void zkl__held_remove(const zkl__queue_t *q, uint64_t tid);
+
 /* ---- queue.c: the queue protocol ----------------------------------------- */
 
 enum { ZKL__BLOCK = 0, ZKL__TRY = 1, ZKL__TIMED = 2 };
@@ -323,16 +358,26 @@ ZKL__HIDDEN int zkl__queue_init(zkl__queue_t *q, zkl_client_t *c,
 ZKL__HIDDEN int zkl__queue_attach(zkl__queue_t *q, void *handle);
 ZKL__HIDDEN void zkl__queue_detach(zkl__queue_t *q);
 ZKL__HIDDEN void zkl__queue_fini(zkl__queue_t *q);
-ZKL__HIDDEN int zkl__queue_acquire(zkl__queue_t *q, int mode,
+/* shared: join with q->marker_shared. */
+ZKL__HIDDEN int zkl__queue_acquire(zkl__queue_t *q, int mode, int shared,
                                    int64_t deadline_ms, zkl__acq_t **out);
 /* judge: when the delete cannot reach the server, wait for the session's
  * fate and report ZKL_ELOST unless it reconnects (a mutex's unlock). */
 ZKL__HIDDEN int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a, int judge);
 ZKL__HIDDEN void zkl__queue_cancel(zkl__queue_t *q);
+/* Turns a's exclusive hold into a shared one, keeping its node (and so
+ * its place and token): the node's data gains "mode=read", which lets in
+ * the shared contenders whose only conflict it was. Caller holds no lock.
+ * ZKL_OK (also when the write cannot reach the ensemble: we then keep the
+ * node exclusive, which is safe, until released), ZKL_ELOST, ZKL_ENOMEM. */
+ZKL__HIDDEN int zkl__queue_downgrade(zkl__queue_t *q, zkl__acq_t *a);
 /* One read: is a's node still there and ours? ZKL_OK, ZKL_ELOST (a is
  * then LOST), or a ZooKeeper code when it cannot tell. Caller holds no
  * lock; a must stay alive meanwhile. */
 ZKL__HIDDEN int zkl__queue_verify(zkl__queue_t *q, zkl__acq_t *a);
+/* Copies a's node path into buf (a recipe's node_path function): ZKL_OK,
+ * ZKL_ENOTOWNER (no hold, a NULL), ZKL_EINVAL (too small). */
+ZKL__HIDDEN int zkl__acq_path(const zkl__acq_t *a, char *buf, size_t size);
 ZKL__HIDDEN int zkl__queue_list(zkl_client_t *c, const char *dir,
                                 zkl_contender_t **out, size_t *count);
 /* Fills host, pid, thread, id and data of e from node data d (untrusted:

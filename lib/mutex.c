@@ -75,57 +75,6 @@ int zkl_mutex_create(zkl_mutex_t **out, zkl_client_t *c, const char *name,
   return ZKL_OK;
 }
 
-/* Which thread holds which lock through which object, across every client
- * of the process: a thread that locks a second object naming a lock it
- * already holds would wait behind itself for ever. */
-struct held {
-  const zkl_mutex_t *m;
-  uint64_t tid;
-  struct held *next;
-};
-static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct held *held_list;
-
-static int same_lock(const zkl_mutex_t *a, const zkl_mutex_t *b) {
-  return strcmp(a->q.dir, b->q.dir) == 0 &&
-         strcmp(a->c->hosts, b->c->hosts) == 0;
-}
-
-static int held_elsewhere(const zkl_mutex_t *m, uint64_t me) {
-  struct held *h;
-  int found = 0;
-  pthread_mutex_lock(&held_mu);
-  for (h = held_list; h && !found; h = h->next)
-    found = h->tid == me && h->m != m && same_lock(h->m, m);
-  pthread_mutex_unlock(&held_mu);
-  return found;
-}
-
-/* Best effort: without memory the check is skipped, nothing else. */
-static void held_add(const zkl_mutex_t *m, uint64_t me) {
-  struct held *h = malloc(sizeof *h);
-  if (!h)
-    return;
-  h->m = m;
-  h->tid = me;
-  pthread_mutex_lock(&held_mu);
-  h->next = held_list;
-  held_list = h;
-  pthread_mutex_unlock(&held_mu);
-}
-
-static void held_remove(const zkl_mutex_t *m, uint64_t tid) {
-  struct held **pp, *h;
-  pthread_mutex_lock(&held_mu);
-  for (pp = &held_list; (h = *pp); pp = &h->next)
-    if (h->m == m && h->tid == tid) {
-      *pp = h->next;
-      free(h);
-      break;
-    }
-  pthread_mutex_unlock(&held_mu);
-}
-
 /* The argument checks of every call but the fast path's: m and the out
  * parameter given, m not inherited across fork(). */
 static int usable(const zkl_mutex_t *m, const void *out) {
@@ -176,7 +125,7 @@ __attribute__((noinline)) static int acquire_slow(zkl_mutex_t *m, int mode,
   int rc;
   c = m->c;
   /* trylock and timedlock end by themselves (EBUSY, ETIMEDOUT) */
-  if (mode == ZKL__BLOCK && held_elsewhere(m, me))
+  if (mode == ZKL__BLOCK && zkl__held_elsewhere(&m->q, me))
     return ZKL_EDEADLK;
   pthread_mutex_lock(&c->mu);
   a = find_hold(m, me);
@@ -186,9 +135,9 @@ __attribute__((noinline)) static int acquire_slow(zkl_mutex_t *m, int mode,
   pthread_mutex_unlock(&c->mu);
   if (a || rc != ZKL_OK)
     return rc;
-  rc = zkl__queue_acquire(&m->q, mode, deadline, &a);
+  rc = zkl__queue_acquire(&m->q, mode, 0, deadline, &a);
   if (rc == ZKL_OK)
-    held_add(m, me);
+    zkl__held_add(&m->q, me);
   pthread_mutex_lock(&c->mu);
   m->q.users--;
   if (rc == ZKL_OK) {
@@ -242,7 +191,7 @@ static int release(zkl_mutex_t *m, zkl__acq_t *a, int judge) {
       break;
     }
   pthread_mutex_unlock(&m->c->mu);
-  held_remove(m, me);
+  zkl__held_remove(&m->q, me);
   return zkl__queue_release(&m->q, a, judge);
 }
 
@@ -330,19 +279,8 @@ int zkl_mutex_token(const zkl_mutex_t *m, uint64_t *token) {
 }
 
 int zkl_mutex_node_path(const zkl_mutex_t *m, char *buf, size_t size) {
-  const zkl__acq_t *a;
-  size_t n;
   int rc = usable(m, buf);
-  if (rc != ZKL_OK)
-    return rc;
-  a = my_hold(m);
-  if (!a || !a->path)
-    return ZKL_ENOTOWNER;
-  n = strlen(a->path);
-  if (n + 1 > size)
-    return ZKL_EINVAL;
-  memcpy(buf, a->path, n + 1);
-  return ZKL_OK;
+  return rc != ZKL_OK ? rc : zkl__acq_path(my_hold(m), buf, size);
 }
 
 int zkl_mutex_queue(zkl_client_t *c, const char *root, const char *name,

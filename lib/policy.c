@@ -69,7 +69,8 @@ static const struct {
     {"-elect-", ZKL__KIND_EXCL},     /* zklock's election */
     {"__lock__", ZKL__KIND_EXCL},    /* kazoo's Lock and WriteLock */
     {"__rlock__", ZKL__KIND_SHARED}, /* kazoo's ReadLock */
-    {"__WRIT__", ZKL__KIND_EXCL | ZKL__KIND_LOWERS}, /* Curator's RW lock */
+    /* Curator's read-write lock, and zklock's (zkl_rwlock_t) */
+    {"__WRIT__", ZKL__KIND_EXCL | ZKL__KIND_LOWERS},
     {"__READ__", ZKL__KIND_SHARED},
 };
 
@@ -83,6 +84,25 @@ static int known(const char *node, size_t len) {
       return kinds[i].kind;
   }
   return -1;
+}
+
+/* Whether the name, up to len, is a guid of zkl__guid() followed by a
+ * known marker and nothing else: a node zklock made. */
+static int ours(const char *node, size_t len) {
+  size_t i, m;
+  for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    m = strlen(kinds[i].marker);
+    if (len == ZKL__GUID_LEN + m &&
+        memcmp(node + ZKL__GUID_LEN, kinds[i].marker, m) == 0)
+      break;
+  }
+  if (i == sizeof kinds / sizeof kinds[0])
+    return 0;
+  for (i = 0; i < ZKL__GUID_LEN; i++)
+    if (!((node[i] >= '0' && node[i] <= '9') ||
+          (node[i] >= 'a' && node[i] <= 'f')))
+      return 0;
+  return 1;
 }
 
 static int64_t digits(const char *s, size_t len) {
@@ -127,6 +147,10 @@ int zkl__name_parse(const char *node, int32_t *seq, int *kind) {
   if (v < INT32_MIN || v > INT32_MAX)
     return 0;
   k = known(node, end);
+  /* zklock's own read-write writers carry Curator's marker but never
+   * downgrade by adding a node: their prefix is exactly our guid. */
+  if (k >= 0 && (k & ZKL__KIND_LOWERS) && ours(node, end))
+    k &= ~ZKL__KIND_LOWERS;
   *seq = (int32_t)v;
   *kind = k < 0 ? ZKL__KIND_EXCL : k;
   return 1;
@@ -192,4 +216,70 @@ int zkl__place(const zkl__entry_t *e, int n, int me, const unsigned char *skip,
   if (pred)
     *pred = best;
   return count;
+}
+
+/* Exclusive nodes conflict with every node, shared ones only with
+ * exclusive ones. */
+static int conflicts(int a, int b) {
+  return (a & ZKL__KIND_EXCL) || (b & ZKL__KIND_EXCL);
+}
+
+/* Sound for the mutex's reason: no node lower than ours appears after our
+ * listing (unless one before us may add one: zkl__may_insert_below), so
+ * the set of conflicting nodes before us can only shrink. Hence a watched
+ * set that holds every one of them proves, once gone, that we hold. */
+void zkl__decide(const zkl__entry_t *e, int n, int me,
+                 const unsigned char *skip, zkl__plan_t *p) {
+  int i, j, nearest = -1, all_shared = 1;
+  memset(p, 0, sizeof *p);
+  for (i = 0; i < n; i++) {
+    if (i == me || (skip && skip[i]) || !before(&e[i], &e[me]) ||
+        !conflicts(e[i].kind, e[me].kind))
+      continue;
+    p->before++;
+    all_shared &= !(e[i].kind & ZKL__KIND_EXCL);
+    if (nearest < 0 || nearer(&e[i], &e[nearest], &e[me]))
+      nearest = i;
+  }
+  if (!p->before)
+    return;
+  p->watch[p->nwatch++] = nearest;
+  /* A writer behind a group of readers only: watch them all at once, the
+   * nearest first, as many as fit. */
+  if (p->before > 1 && all_shared && (e[me].kind & ZKL__KIND_EXCL)) {
+    while (p->nwatch < p->before && p->nwatch < ZKL__WATCH_MAX) {
+      int next = -1;
+      for (i = 0; i < n; i++) {
+        if (i == me || (skip && skip[i]) || !before(&e[i], &e[me]))
+          continue;
+        for (j = 0; j < p->nwatch && p->watch[j] != i; j++)
+          ;
+        if (j == p->nwatch && (next < 0 || nearer(&e[i], &e[next], &e[me])))
+          next = i;
+      }
+      p->watch[p->nwatch++] = next;
+    }
+  }
+  p->handoff = p->nwatch == p->before && !zkl__may_insert_below(e, n, me, skip);
+  /* A reader behind one writer only: once that writer holds and has
+   * downgraded to read (its data says so), it no longer conflicts. */
+  p->downgrade_ok = p->handoff && p->before == 1 &&
+                    !(e[me].kind & ZKL__KIND_EXCL);
+}
+
+/* The header of a zklock node's data (zkl__node_data) ends at its first
+ * empty line; the owner of a read-write lock's write node adds the line
+ * "mode=read" to it when it downgrades. */
+int zkl__data_downgraded(const char *d, size_t len) {
+  const char *end = d + len, *p, *nl;
+  if (len < 9 || memcmp(d, "zklock 1\n", 9) != 0)
+    return 0;
+  for (p = d + 9; p < end && *p != '\n'; p = nl + 1) {
+    nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl)
+      return 0;
+    if (nl - p == 9 && memcmp(p, "mode=read", 9) == 0)
+      return 1;
+  }
+  return 0;
 }

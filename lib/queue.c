@@ -46,6 +46,7 @@ typedef struct {
   int mode;
   int64_t deadline; /* -1: none */
   uint64_t gen;     /* q->cancel_gen when we started */
+  int shared;       /* join with the queue's shared marker */
   int nonode;
   int first; /* no look at the queue yet */
 } run_t;
@@ -200,7 +201,8 @@ static void adopt(run_t *r, zkl__session_t *s, char *path,
   a->path = path;
   a->czxid = st->czxid;
   a->sess = s; /* takes the caller's reference */
-  if (!zkl__seq_parse(base ? base + 1 : path, r->q->marker, &a->seq))
+  int kind;
+  if (!zkl__name_parse(base ? base + 1 : path, &a->seq, &kind))
     a->seq = 0;
 }
 
@@ -299,7 +301,7 @@ static int join(run_t *r, zkl__call_t *ls) {
   if (!path)
     return ZKL_ENOMEM;
   {
-    char *full = zkl__join(path, q->marker);
+    char *full = zkl__join(path, r->shared ? q->marker_shared : q->marker);
     free(path);
     path = full;
   }
@@ -442,16 +444,28 @@ static int list(run_t *r, zkl__call_t *ls) {
   }
 }
 
+/* Where we wait: the paths to watch and the rule of policy.c's plan. */
+typedef struct {
+  zkl__plan_t plan;
+  char *paths[ZKL__WATCH_MAX];
+} waitset_t;
+
+static void waitset_free(waitset_t *w) {
+  int i;
+  for (i = 0; i < w->plan.nwatch; i++)
+    free(w->paths[i]);
+  w->plan.nwatch = 0;
+}
+
 /* Finds our place in a listing, from our own node's point of view (see
  * policy.c). Returns HOLD, ZKL_EREVOKED or RETRY (our node is not there),
- * or ZKL_OK with *pred (allocated full path of the nearest contender
- * before us) and *sole (it is the only one before us, and nothing before
- * us can put a node below us: its deletion alone will prove we hold). */
-static int position(run_t *r, const zkl__call_t *ls, char **pred, int *sole) {
+ * or ZKL_OK with *w: the nodes to watch, and whether their deletion alone
+ * will prove we hold. */
+static int position(run_t *r, const zkl__call_t *ls, waitset_t *w) {
   const char *me = strrchr(r->a->path, '/') + 1;
   zkl__entry_t *e;
   unsigned char *skip;
-  int n, i, idx = -1, rc, before, p;
+  int n, i, idx = -1, rc = ZKL_OK;
   n = zkl__contenders(ls->kids.data, ls->kids.count, &e);
   if (n < 0)
     return ZKL_ENOMEM;
@@ -468,83 +482,137 @@ static int position(run_t *r, const zkl__call_t *ls, char **pred, int *sole) {
   }
   if (idx < 0) {
     rc = gone(r);
-  } else if ((before = zkl__place(e, n, idx, skip, &p)) == 0) {
-    rc = HOLD;
   } else {
-    *pred = zkl__join(r->q->prefix, e[p].name);
-    *sole = before == 1 && !zkl__may_insert_below(e, n, idx, skip);
-    rc = *pred ? ZKL_OK : ZKL_ENOMEM;
+    zkl__decide(e, n, idx, skip, &w->plan);
+    if (!w->plan.before)
+      rc = HOLD;
+    for (i = 0; i < w->plan.nwatch; i++)
+      if (!(w->paths[i] = zkl__join(r->q->prefix, e[w->plan.watch[i]].name)))
+        rc = ZKL_ENOMEM;
+    if (rc != ZKL_OK)
+      waitset_free(w);
   }
   free(skip);
   free(e);
   return rc;
 }
 
-/* Watches the predecessor and sleeps until it goes. Our own node gets a
- * watch too, once per acquisition: deleted or replaced while we wait, the
- * wait ends (ZKL_EREVOKED), and the same watch serves the hold that
- * follows. Returns HOLD (zero-read hand-off), RELIST, RETRY, or an
- * error. */
-static int wait_pred(run_t *r, char *pred, int sole, uint64_t epoch) {
+/* Reads, with a watch, every node of the wait set still to be read, in one
+ * round trip. A node already gone is marked so; one that is not
+ * ephemeral is never waited for (RELIST); watch[0] found downgraded when
+ * that proves we hold gives HOLD. Else ZKL_OK, or why the wait ends. */
+static int read_set(run_t *r, waitset_t *w, uint64_t epoch) {
   zkl_client_t *c = r->q->c;
   zkl__acq_t *a = r->a;
   zkl__session_t *s = a->sess;
-  zkl__call_t gd, *ptrs[1] = {&gd};
-  struct timespec ts;
-  int rc;
-
-  if ((rc = stopped(r)) != ZKL_OK) {
-    free(pred);
-    return rc;
+  zkl__call_t calls[ZKL__WATCH_MAX], *ptrs[ZKL__WATCH_MAX];
+  int i, k = 0, left, rc = ZKL_OK, hold = 0;
+  for (i = 0; i < w->plan.nwatch; i++) {
+    if (!(a->wflags[i] & ZKL__W_READ))
+      continue;
+    a->wflags[i] &= ~(ZKL__W_READ | ZKL__W_CHANGED);
+    zkl__call_init(&calls[i], c, &a->cv);
+    ptrs[k++] = &calls[i];
   }
-  a->watch_path = pred;
-  a->pred_gone = a->woke = 0;
-  if (a->own_watch == ZKL__OWN_NONE && !(r->q->flags & ZKL__Q_NO_NODE_WATCH))
-    zkl__watch_own(c, s, a);
+  if (!k)
+    return ZKL_OK;
   s->refs++;
-  zkl__call_init(&gd, c, &a->cv);
+  zkl__call_batch(ptrs, k, &left);
   pthread_mutex_unlock(&c->mu);
-  zkl__get(&gd, s, pred, 1);
+  for (i = 0; i < k; i++)
+    zkl__get(ptrs[i], s, w->paths[ptrs[i] - calls], 1);
   pthread_mutex_lock(&c->mu);
-  zkl__call_wait(ptrs, 1);
-  zkl__call_free(&gd);
+  zkl__call_wait(ptrs, k);
   zkl__session_put(c, s);
-  if (gd.rc == ZNONODE) {
-    a->pred_gone = 1;
-  } else if (gd.rc == ZOK && gd.stat.ephemeralOwner == 0) {
-    /* never goes by itself: do not wait behind it (its watch, left set,
-     * fires into nobody's wait) */
-    a->watch_path = NULL;
-    rc = ignore(r->q, strrchr(pred, '/') + 1);
-    free(pred);
-    return rc == ZKL_OK ? RELIST : rc;
-  } else if (gd.rc != ZOK) {
-    rc = gd.rc;
-    a->watch_path = NULL;
-    free(pred);
-    if (zkl__is_conn_error(rc))
-      return (rc = reconnect(r, s, epoch)) == ZKL_OK ? RELIST : rc;
-    return is_session_error(rc) ? RETRY : rc;
+  for (i = 0; i < k; i++) {
+    zkl__call_t *g = ptrs[i];
+    int at = (int)(g - calls);
+    if (g->rc == ZNONODE) {
+      a->wflags[at] |= ZKL__W_GONE;
+    } else if (g->rc == ZOK && g->stat.ephemeralOwner == 0) {
+      /* never goes by itself: do not wait behind it (its watch, left
+       * set, fires into nobody's wait) */
+      if (rc == ZKL_OK)
+        rc = ignore(r->q, strrchr(w->paths[at], '/') + 1);
+      if (rc == ZKL_OK)
+        rc = RELIST;
+    } else if (g->rc == ZOK) {
+      hold |= at == 0 && w->plan.downgrade_ok &&
+              zkl__data_downgraded(g->data, g->data_len > 0
+                                                ? (size_t)g->data_len : 0);
+    } else if (rc == ZKL_OK || rc == RELIST) {
+      rc = g->rc;
+    }
+    zkl__call_free(g);
   }
+  if (zkl__is_conn_error(rc))
+    return (rc = reconnect(r, s, epoch)) == ZKL_OK ? RELIST : rc;
+  if (is_session_error(rc))
+    return RETRY;
+  if (rc == ZKL_OK && hold)
+    return c->conn_epoch == epoch && c->state == ZKL_CLIENT_CONNECTED ? HOLD
+                                                                     : RELIST;
+  return rc;
+}
+
+/* Watches the wait set and sleeps until its nodes go. Our own node gets a
+ * watch too, once per acquisition: deleted or replaced while we wait, the
+ * wait ends (ZKL_EREVOKED), and the same watch serves the hold that
+ * follows. A watched node whose data changes is read again: its data may
+ * prove we hold (a downgrade); a change never means it is gone. Returns
+ * HOLD (zero-read hand-off), RELIST, RETRY, or an error. */
+static int wait_set(run_t *r, waitset_t *w, uint64_t epoch) {
+  zkl_client_t *c = r->q->c;
+  zkl__acq_t *a = r->a;
+  unsigned char flags[ZKL__WATCH_MAX];
+  struct timespec ts;
+  int rc, i, gone_all = 0, changed = 0;
+
+  if ((rc = stopped(r)) != ZKL_OK)
+    return rc;
+  memset(flags, ZKL__W_READ, sizeof flags);
+  a->watch = w->paths;
+  a->wflags = flags;
+  a->nwatch = w->plan.nwatch;
+  if (a->own_watch == ZKL__OWN_NONE && !(r->q->flags & ZKL__Q_NO_NODE_WATCH))
+    zkl__watch_own(c, a->sess, a);
   zkl__deadline_ts(r->deadline, &ts);
-  while (!a->pred_gone && !a->woke && !a->session_lost && !a->revoked &&
-         (rc = stopped(r)) == ZKL_OK) {
-    if (r->deadline < 0)
-      pthread_cond_wait(&a->cv, &c->mu);
-    else
-      pthread_cond_timedwait(&a->cv, &c->mu, &ts);
+  for (;;) {
+    if ((rc = read_set(r, w, epoch)) != ZKL_OK)
+      break;
+    for (;;) {
+      gone_all = 1;
+      changed = 0;
+      for (i = 0; i < a->nwatch; i++) {
+        gone_all &= (a->wflags[i] & ZKL__W_GONE) != 0;
+        changed |= (a->wflags[i] & ZKL__W_CHANGED) != 0;
+      }
+      if (gone_all || changed || a->session_lost || a->revoked ||
+          (rc = stopped(r)) != ZKL_OK)
+        break;
+      if (r->deadline < 0)
+        pthread_cond_wait(&a->cv, &c->mu);
+      else
+        pthread_cond_timedwait(&a->cv, &c->mu, &ts);
+    }
+    if (gone_all || !changed || a->session_lost || a->revoked || rc != ZKL_OK)
+      break;
+    for (i = 0; i < a->nwatch; i++)
+      if (a->wflags[i] & ZKL__W_CHANGED)
+        a->wflags[i] |= ZKL__W_READ;
   }
-  a->watch_path = NULL;
-  free(pred);
+  a->watch = NULL;
+  a->wflags = NULL;
+  a->nwatch = 0;
   if (a->session_lost)
     return RETRY;
   if (a->revoked)
     return gone(r);
-  if (!a->pred_gone && !a->woke)
-    return stopped(r);
+  if (rc != ZKL_OK)
+    return rc;
   /* The zero-read hand-off is only sound if nothing happened in between
    * that could have made our last listing stale: no reconnection. */
-  if (a->pred_gone && sole && c->conn_epoch == epoch &&
+  if (gone_all && w->plan.handoff && c->conn_epoch == epoch &&
       c->state == ZKL_CLIENT_CONNECTED)
     return HOLD;
   return RELIST;
@@ -625,8 +693,8 @@ static int run(run_t *r) {
   r->first = 1;
   for (;;) {
     zkl__call_t ls;
-    char *pred = NULL;
-    int rc, sole = 0, have_list = 0, fresh = 0;
+    waitset_t w;
+    int rc, have_list = 0, fresh = 0;
     uint64_t epoch;
     if ((rc = stopped(r)) != ZKL_OK)
       return rc;
@@ -657,7 +725,8 @@ static int run(run_t *r) {
       if (rc != ZKL_OK)
         return end_run(r, rc);
     }
-    rc = position(r, &ls, &pred, &sole);
+    w.plan.nwatch = 0;
+    rc = position(r, &ls, &w);
     zkl__call_free(&ls);
     if (rc == HOLD)
       rc = confirm_owner(r, fresh);
@@ -673,10 +742,11 @@ static int run(run_t *r) {
     if (rc != ZKL_OK)
       return end_run(r, rc);
     if (r->mode == ZKL__TRY) {
-      free(pred);
+      waitset_free(&w);
       return ZKL_EBUSY;
     }
-    rc = wait_pred(r, pred, sole, epoch);
+    rc = wait_set(r, &w, epoch);
+    waitset_free(&w);
     if (rc == HOLD)
       rc = confirm_owner(r, 0);
     if (rc == HOLD)
@@ -758,8 +828,8 @@ static void acq_free(zkl_client_t *c, zkl__acq_t *a) {
   free(a);
 }
 
-int zkl__queue_acquire(zkl__queue_t *q, int mode, int64_t deadline_ms,
-                       zkl__acq_t **out) {
+int zkl__queue_acquire(zkl__queue_t *q, int mode, int shared,
+                       int64_t deadline_ms, zkl__acq_t **out) {
   zkl_client_t *c = q->c;
   run_t r;
   zkl__acq_t *a = calloc(1, sizeof *a);
@@ -775,6 +845,8 @@ int zkl__queue_acquire(zkl__queue_t *q, int mode, int64_t deadline_ms,
   r.q = q;
   r.a = a;
   r.mode = mode;
+  r.shared = shared;
+  a->shared = shared;
   r.deadline = mode == ZKL__TIMED ? deadline_ms : -1;
   pthread_mutex_lock(&c->mu);
   r.gen = q->cancel_gen;
@@ -819,6 +891,78 @@ int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a, int judge) {
   return rc;
 }
 
+/* How many times a downgrade retries its conditional write when the data
+ * version has moved (another client rewrote our node's data). */
+#define DOWNGRADE_TRIES 3
+
+int zkl__queue_downgrade(zkl__queue_t *q, zkl__acq_t *a) {
+  zkl_client_t *c = q->c;
+  zkl__session_t *s;
+  char *d = NULL, *nd;
+  size_t len = 0;
+  int rc, version = 0, tries;
+  if ((rc = zkl__node_data(q->id, q->user_data, q->user_len, &d, &len)) !=
+      ZKL_OK)
+    return rc;
+  /* "zklock 1\n" first, then the marker line: see zkl__data_downgraded */
+  if (!(nd = malloc(len + 10))) {
+    free(d);
+    return ZKL_ENOMEM;
+  }
+  memcpy(nd, d, 9);
+  memcpy(nd + 9, "mode=read\n", 10);
+  memcpy(nd + 19, d + 9, len - 9);
+  free(d);
+  pthread_mutex_lock(&c->mu);
+  s = a->sess;
+  rc = ZKL_ELOST;
+  for (tries = 0; s && !s->expired && a->path && tries < DOWNGRADE_TRIES &&
+                  atomic_load(&a->state) != ZKL_STATE_LOST;
+       tries++) {
+    zkl__call_t set, *ptrs[1] = {&set};
+    struct Stat st;
+    s->refs++;
+    zkl__call_init(&set, c, &a->cv);
+    pthread_mutex_unlock(&c->mu);
+    zkl__set(&set, s, a->path, nd, (int)len + 10, version);
+    pthread_mutex_lock(&c->mu);
+    zkl__call_wait(ptrs, 1);
+    rc = set.rc;
+    if (rc == ZBADVERSION) {
+      /* Someone else wrote to our node: write again over it, if it is
+       * still ours (creation zxid and owner), at the version it has. */
+      rc = stat_own(c, s, a, 0, &st);
+      if (rc == ZOK && !zkl__owns(a, &st))
+        rc = ZNONODE;
+      version = st.version;
+      if (rc == ZOK) {
+        zkl__session_put(c, s);
+        continue;
+      }
+    }
+    zkl__session_put(c, s);
+    break;
+  }
+  if (rc == ZNONODE || is_session_error(rc) || rc == ZKL_ELOST) {
+    zkl__lose(c, a, rc == ZNONODE ? "deleted or replaced by someone else"
+                                  : "session expired");
+    rc = ZKL_ELOST;
+  } else if (rc != ZOK) {
+    /* The node keeps its data: exclusive, which is more than a reader
+     * needs, until the hold ends. */
+    zkl__post_log(c, ZKL_LOG_WARN,
+                  "%s: downgrade not written (%s): readers wait for the "
+                  "release",
+                  a->path, zkl_err_name(rc));
+    rc = ZKL_OK;
+  }
+  if (rc == ZOK)
+    a->shared = 1;
+  pthread_mutex_unlock(&c->mu);
+  free(nd);
+  return rc;
+}
+
 int zkl__queue_verify(zkl__queue_t *q, zkl__acq_t *a) {
   zkl_client_t *c = q->c;
   zkl__session_t *s;
@@ -846,6 +990,17 @@ int zkl__queue_verify(zkl__queue_t *q, zkl__acq_t *a) {
   zkl__session_put(c, s);
   pthread_mutex_unlock(&c->mu);
   return rc;
+}
+
+int zkl__acq_path(const zkl__acq_t *a, char *buf, size_t size) {
+  size_t n;
+  if (!a || !a->path)
+    return ZKL_ENOTOWNER;
+  n = strlen(a->path);
+  if (n + 1 > size)
+    return ZKL_EINVAL;
+  memcpy(buf, a->path, n + 1);
+  return ZKL_OK;
 }
 
 int zkl__queue_attach(zkl__queue_t *q, void *handle) {

@@ -181,6 +181,11 @@ void zkl__delete(zkl__call_t *call, zkl__session_t *s, const char *path) {
   issued(call, zoo_adelete(s->zh, path, -1, on_void, call));
 }
 
+void zkl__set(zkl__call_t *call, zkl__session_t *s, const char *path,
+              const char *data, int len, int version) {
+  issued(call, zoo_aset(s->zh, path, data, len, version, on_stat, call));
+}
+
 void zkl__sync(zkl__call_t *call, zkl__session_t *s, const char *path) {
   issued(call, zoo_async(s->zh, path, on_sync, call));
 }

@@ -95,6 +95,60 @@ static void test_may_insert_below(void) {
   free(e);
 }
 
+/* The read-write policy (zkl__decide): readers share, a writer waits for
+ * all, the watches are the nearest conflicting nodes. */
+static void test_decide(void) {
+  char *names[] = {
+      "0123456789abcdef0123456789abcdef__READ__0000000001",  /* r1 */
+      "_c_5-__READ__0000000002",                              /* r2 */
+      "0123456789abcdef0123456789abcdef__WRIT__0000000003",  /* w3 */
+      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa__rlock__0000000004", /* r4 */
+      "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb-lock-0000000005",    /* m5 */
+      "cccccccccccccccccccccccccccccccc__READ__0000000006",  /* r6 */
+  };
+  zkl__entry_t *e = NULL;
+  zkl__plan_t p;
+  CHECK_INT(zkl__contenders(names, 6, &e), ==, 6);
+  CHECK_INT(e[2].kind, ==, ZKL__KIND_EXCL); /* ours: never LOWERS */
+  zkl__decide(e, 6, 0, NULL, &p);
+  CHECK_INT(p.before, ==, 0);
+  zkl__decide(e, 6, 1, NULL, &p);
+  CHECK_INT(p.before, ==, 0); /* two readers hold together */
+  zkl__decide(e, 6, 2, NULL, &p); /* a writer behind two readers: both */
+  CHECK_INT(p.before, ==, 2);
+  CHECK_INT(p.nwatch, ==, 2);
+  CHECK_INT(p.watch[0], ==, 1);
+  CHECK_INT(p.watch[1], ==, 0);
+  CHECK(p.handoff && !p.downgrade_ok);
+  zkl__decide(e, 6, 3, NULL, &p); /* a reader behind one writer */
+  CHECK_INT(p.before, ==, 1);
+  CHECK_INT(p.nwatch, ==, 1);
+  CHECK_INT(p.watch[0], ==, 2);
+  CHECK(p.handoff && p.downgrade_ok);
+  zkl__decide(e, 6, 4, NULL, &p); /* a mutex behind a mixed group */
+  CHECK_INT(p.before, ==, 4);
+  CHECK_INT(p.nwatch, ==, 1);
+  CHECK_INT(p.watch[0], ==, 3);
+  CHECK(!p.handoff);
+  zkl__decide(e, 6, 5, NULL, &p); /* a reader watches the nearest writer */
+  CHECK_INT(p.before, ==, 2);
+  CHECK_INT(p.watch[0], ==, 4);
+  CHECK(!p.handoff && !p.downgrade_ok);
+  free(e);
+  {
+    /* behind a Curator writer nothing is proved by a deletion */
+    char *cur[] = {"_c_1-__WRIT__0000000001", "_c_2-__READ__0000000002"};
+    CHECK_INT(zkl__contenders(cur, 2, &e), ==, 2);
+    zkl__decide(e, 2, 1, NULL, &p);
+    CHECK(p.before == 1 && !p.handoff && !p.downgrade_ok);
+    free(e);
+  }
+  CHECK(zkl__data_downgraded("zklock 1\nmode=read\nhost=h\n\n", 28));
+  CHECK(!zkl__data_downgraded("zklock 1\nhost=h\n\nmode=read\n", 28));
+  CHECK(!zkl__data_downgraded("mode=read\n", 10));
+  CHECK(!zkl__data_downgraded("zklock 1\nmode=read", 18)); /* no newline */
+}
+
 static void test_serial_order(void) {
   CHECK(zkl__seq_before(1, 2));
   CHECK(!zkl__seq_before(2, 1));
@@ -260,6 +314,7 @@ int main(void) {
   RUN(test_seq_parse);
   RUN(test_name_parse);
   RUN(test_may_insert_below);
+  RUN(test_decide);
   RUN(test_serial_order);
   RUN(test_place);
   RUN(test_names);
