@@ -11,6 +11,8 @@
  *   zkl_mutex_t   a reentrant distributed mutex <root>/<name> created on a
  *                 client. Several zkl_mutex_t objects, in one or many
  *                 processes, may name the same lock.
+ *   zkl_rwlock_t  a reentrant distributed read-write lock, on the same
+ *                 queue: it and zkl_mutex_t objects may share a name.
  *
  * THREAD SAFETY
  *   Every object may be shared by any number of threads unless a function
@@ -468,11 +470,18 @@ typedef struct zkl_contender {
   void *data;           /* caller data (NUL-terminated copy), NULL if none */
   size_t data_len;
   char *id;             /* election candidate id; NULL for lock nodes */
+  int mode;             /* ZKL_MODE_EXCLUSIVE, or ZKL_MODE_SHARED (a reader
+                           of a read-write lock, or a writer that
+                           downgraded to read) */
 } zkl_contender_t;
+
+/* zkl_contender_t.mode */
+enum { ZKL_MODE_EXCLUSIVE = 0, ZKL_MODE_SHARED = 1 };
 
 /*
  * List the queue of lock `name` under `root` (NULL = "/locks") in order:
- * the holder first, then the waiters, then nodes that are not ephemeral
+ * the holder (or the holders: readers of a read-write lock, in queue
+ * order, each with its `mode`) first, then the waiters, then nodes that are not ephemeral
  * (owner 0), which contenders do not wait behind. The order is the one
  * contenders use (see zkl_mutex_lock()). *out receives an array of *count
  * entries (NULL and 0 when the queue is empty or the lock never existed);
@@ -487,6 +496,148 @@ ZKL_EXTERN int zkl_mutex_queue(zkl_client_t *client, const char *root,
 
 /* Free what zkl_mutex_queue() returned. NULL is a no-op. */
 ZKL_EXTERN void zkl_contenders_free(zkl_contender_t *list, size_t count);
+
+/* ------------------------------------------------------------------------ */
+/* Read-write lock                                                           */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A reentrant distributed read-write lock <root>/<name>: any number of
+ * readers at once, or one writer. Strictly first come, first served, by
+ * the queue's sequence: a reader never passes a writer queued before it,
+ * so writers never starve, and a writer waits only for nodes older than
+ * its own. Readers watch only the nearest writer before them; a writer
+ * watches the node before it, or, when only readers are ahead, all of
+ * them at once (up to 32): nobody is woken for nothing.
+ *
+ * Holds belong to threads, as with zkl_mutex_t. A thread holds read, write,
+ * or write with read levels on top; reentrancy costs no request in either
+ * mode, and a read acquire while holding write costs nothing either.
+ *
+ * Wire compatibility: nodes are named as Apache Curator's
+ * InterProcessReadWriteLock names them (<guid>__READ__<seq>,
+ * <guid>__WRIT__<seq>), so zklock and Curator readers and writers on one
+ * path exclude each other correctly; with ZKL_RWLOCK_KAZOO as kazoo's
+ * ReadLock and WriteLock do (<guid>__rlock__<seq>, <guid>__lock__<seq>).
+ * Either way every library's nodes count (zkl_mutex_lock()), and a
+ * zkl_mutex_t on the same name conflicts with both modes.
+ *
+ * Fencing: the token of a hold is the czxid of its node. Tokens of
+ * conflicting holds grow in the order the lock granted them, so a
+ * resource that remembers the highest write token and the highest token
+ * of any kind it has seen accepts a write only if its token is at least
+ * the highest of any kind, and a read only if its token is at least the
+ * highest write token. A downgrade keeps its writer's token.
+ */
+typedef struct zkl_rwlock zkl_rwlock_t;
+
+/* Hold changes of one thread's hold, as zkl_state_fn for the mutex. */
+typedef void (*zkl_rwlock_fn)(zkl_rwlock_t *rw, int state, uint64_t token,
+                              void *ctx);
+
+/* Flags of zkl_rwlock_options_t. */
+enum {
+  ZKL_RWLOCK_NO_NODE_WATCH = 1 << 0, /* as ZKL_MUTEX_NO_NODE_WATCH */
+  /* Name nodes as kazoo's ReadLock and WriteLock do (see above). Every
+   * process of one fleet must choose the same naming. */
+  ZKL_RWLOCK_KAZOO = 1 << 1
+};
+
+typedef struct zkl_rwlock_options {
+  const char *root;      /* parent of the lock; NULL = "/locks" */
+  const void *data;      /* caller data stored in our nodes */
+  size_t data_len;       /* <= ZKL_DATA_MAX */
+  zkl_rwlock_fn state_fn; /* NULL = no callback */
+  void *state_ctx;
+  unsigned flags;        /* ZKL_RWLOCK_* */
+} zkl_rwlock_options_t;
+
+/*
+ * Create a read-write lock object for lock `name`; the rules of
+ * zkl_mutex_create() apply. Returns ZKL_OK (*out set; free with
+ * zkl_rwlock_destroy()), ZKL_EINVAL, ZKL_ENOMEM, ZKL_ECLOSED.
+ */
+ZKL_EXTERN int zkl_rwlock_create(zkl_rwlock_t **out, zkl_client_t *client,
+                                 const char *name,
+                                 const zkl_rwlock_options_t *opts);
+
+/* As zkl_mutex_destroy(): the calling thread's hold (both modes, any
+ * depth) is released first; ZKL_EBUSY if another thread holds or
+ * acquires. */
+ZKL_EXTERN int zkl_rwlock_destroy(zkl_rwlock_t *rw);
+
+/*
+ * Acquire in read mode, blocking, trying, or until deadline_ms. A thread
+ * that already holds read or write only counts. The codes, the deadline
+ * and what is left behind are those of zkl_mutex_lock(),
+ * zkl_mutex_trylock() and zkl_mutex_timedlock().
+ */
+ZKL_EXTERN int zkl_rwlock_rdlock(zkl_rwlock_t *rw);
+ZKL_EXTERN int zkl_rwlock_tryrdlock(zkl_rwlock_t *rw);
+ZKL_EXTERN int zkl_rwlock_timedrdlock(zkl_rwlock_t *rw, int64_t deadline_ms);
+
+/*
+ * Acquire in write mode. A thread that holds write only counts. A thread
+ * that holds read without write gets ZKL_EDEADLK at once, sending
+ * nothing: an upgrade cannot be made safe (two upgraders would each wait
+ * for the other's read), so release the read hold, take the write hold
+ * and check again what was read. Other codes as zkl_rwlock_rdlock().
+ */
+ZKL_EXTERN int zkl_rwlock_wrlock(zkl_rwlock_t *rw);
+ZKL_EXTERN int zkl_rwlock_trywrlock(zkl_rwlock_t *rw);
+ZKL_EXTERN int zkl_rwlock_timedwrlock(zkl_rwlock_t *rw, int64_t deadline_ms);
+
+/*
+ * Release one read level, or one write level, of the calling thread's
+ * hold. The last level of both deletes our node, with the verdict of
+ * zkl_mutex_unlock() (ZKL_OK, or ZKL_ELOST when the hold cannot be
+ * vouched for). Releasing the last write level while read levels remain
+ * downgrades (zkl_rwlock_downgrade()). ZKL_ENOTOWNER when the thread
+ * holds no level of that mode. A LOST hold is cleared whole, both modes,
+ * with ZKL_ELOST.
+ */
+ZKL_EXTERN int zkl_rwlock_rdunlock(zkl_rwlock_t *rw);
+ZKL_EXTERN int zkl_rwlock_wrunlock(zkl_rwlock_t *rw);
+
+/*
+ * Turn the calling thread's write hold (of depth 1) into a read hold,
+ * atomically for every other contender: our node keeps its place in the
+ * queue and its token, and only its data gains "mode=read" (one
+ * conditional write). Writers queued behind us keep waiting; readers whose
+ * only conflict was our node are let in; readers queued behind a later
+ * writer are not. The same as zkl_rwlock_rdlock() then
+ * zkl_rwlock_wrunlock(). If the write cannot reach the ensemble, the node
+ * stays exclusive until released: we hold read all the same, and readers
+ * wait longer. Curator's readers wait for our node until it is released
+ * whatever its data (they know nothing of the mark).
+ * Returns ZKL_OK; ZKL_ENOTOWNER (no write hold); ZKL_EBUSY (write held
+ * more than once: release the inner levels first); ZKL_ELOST (the hold was
+ * lost, and is cleared); ZKL_ENOMEM.
+ */
+ZKL_EXTERN int zkl_rwlock_downgrade(zkl_rwlock_t *rw);
+
+/* Wake the threads blocked acquiring on this object (ZKL_ECANCELED), as
+ * zkl_mutex_cancel(). */
+ZKL_EXTERN int zkl_rwlock_cancel(zkl_rwlock_t *rw);
+
+/* zkl_mutex_verify() for the calling thread's hold, in either mode. */
+ZKL_EXTERN int zkl_rwlock_verify(zkl_rwlock_t *rw);
+
+/* zkl_lock_state_t of the calling thread's hold. Never blocks. */
+ZKL_EXTERN int zkl_rwlock_state(const zkl_rwlock_t *rw);
+
+/* The calling thread's read and write depths (either pointer may be
+ * NULL); 0 and 0 when it holds nothing. */
+ZKL_EXTERN void zkl_rwlock_depth(const zkl_rwlock_t *rw, unsigned *rd,
+                                 unsigned *wr);
+
+/* Fencing token of the calling thread's hold (see above), as
+ * zkl_mutex_token(). */
+ZKL_EXTERN int zkl_rwlock_token(const zkl_rwlock_t *rw, uint64_t *token);
+
+/* Full path of the calling thread's node, as zkl_mutex_node_path(). */
+ZKL_EXTERN int zkl_rwlock_node_path(const zkl_rwlock_t *rw, char *buf,
+                                    size_t size);
 
 /* ------------------------------------------------------------------------ */
 /* Leader election                                                           */

@@ -114,6 +114,10 @@ static int read_all(zkl_client_t *c, zkl__session_t *s, const char *dir,
       e->czxid = cl->stat.czxid;
       e->ctime_ms = cl->stat.ctime;
       e->owner = cl->stat.ephemeralOwner;
+      e->mode = (it[i].kind & ZKL__KIND_EXCL) &&
+                        !zkl__data_downgraded(cl->data, (size_t)cl->data_len)
+                    ? ZKL_MODE_EXCLUSIVE
+                    : ZKL_MODE_SHARED;
       rc = e->node ? zkl__parse_node_data(e, cl->data, (size_t)cl->data_len)
                    : ZKL_ENOMEM;
     } else if (rc == ZKL_OK && cl->rc != ZNONODE) {

@@ -47,7 +47,20 @@ demo() {
   for p in $pids; do wait "$p" || rc=1; done
 
   echo
-  echo "-- 3. zkelect: three candidates for /election/scheduler; the leader is killed"
+  echo "-- 3. zklock --shared: readers of /locks/catalog together, a writer alone"
+  pids=""
+  for i in r1 r2 w r3 r4; do
+    case $i in w) mode= ;; *) mode=--shared ;; esac
+    $b/tools/zklock $mode catalog sh -c 'echo "$(date +%T.%3N)  '"$i"' in  ($ZKLOCK_MODE, token $ZKLOCK_TOKEN)"
+      echo "in '"$i"'" >>"$1"; sleep 0.4; echo "out '"$i"'" >>"$1"
+      echo "$(date +%T.%3N)  '"$i"' out"' _ "$out/t3" &
+    pids="$pids $!"
+    sleep 0.1 # arrival order: r1 r2, then the writer, then r3 r4
+  done
+  for p in $pids; do wait "$p" || rc=1; done
+
+  echo
+  echo "-- 4. zkelect: three candidates for /election/scheduler; the leader is killed"
   for id in alpha beta gamma; do
     $b/tools/zkelect -t 4000 -i "$id" scheduler sh -c \
       'echo "$(date +%T.%3N)  $ZKELECT_ID is the leader (term token $ZKELECT_TOKEN)"; exec sleep 60' &
@@ -68,9 +81,14 @@ demo() {
   echo "$(date +%T.%3N)  new leader: $($b/tools/zkelect --leader scheduler)"
 
   echo
+  # the writer ran alone, readers ran together, all five ran
   if [ "$rc" -eq 0 ] && sort -n -c "$out/t1" && sort -n -c "$out/t2" &&
-     [ "$(wc -l <"$out/t1")" -eq 6 ] && [ "$(wc -l <"$out/t2")" -eq 4 ]; then
-    echo "demo: OK: one holder at a time, fencing tokens increasing in both lock demos, one new leader after the kill"
+     [ "$(wc -l <"$out/t1")" -eq 6 ] && [ "$(wc -l <"$out/t2")" -eq 4 ] &&
+     awk '$1 == "in" && $2 == "w" { if (r) bad = 1; w = 1 }
+          $1 == "in" && $2 != "w" { if (w) bad = 1; if (++r > 1) shared = 1 }
+          $1 == "out" { if ($2 == "w") w = 0; else r--; n++ }
+          END { exit !(n == 5 && shared && !bad) }' "$out/t3"; then
+    echo "demo: OK: one holder at a time, fencing tokens increasing in both lock demos, readers together and the writer alone, one new leader after the kill"
   else
     echo "demo: FAILED (see above)"
     rc=1

@@ -1,35 +1,36 @@
 // PeerCurator.java: the Apache Curator side of tests/peers.itest, run as a
 // single-file program (java -cp curator-recipes.jar PeerCurator.java ...).
 //
-//   PeerCurator HOSTS PATH DIR N PYTHON PEER
+//   PeerCurator HOSTS PATH DIR N PYTHON PEER [read|write]
 //
-// N times: take Curator's InterProcessMutex on PATH, then run the critical
-// section all peers share (PEER crit DIR TOKEN, tests/peer_kazoo.py) with
-// the czxid of Curator's own lock node as the token. Exits 0, or 3 if the
-// critical section reported a violation.
+// N times: take Curator's InterProcessMutex on PATH (or the read or write
+// side of its InterProcessReadWriteLock), then run the critical section
+// all peers share (PEER crit DIR TOKEN, or PEER rwcrit DIR TOKEN MODE:
+// tests/peer_kazoo.py) with the czxid of Curator's own lock node as the
+// token. Exits 0, or 3 if the critical section reported a violation.
+import java.lang.reflect.Method;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.retry.RetryOneTime;
 
 public class PeerCurator {
-  // getLockPath() is protected: the token needs our node's path.
-  static class Mutex extends InterProcessMutex {
-    Mutex(CuratorFramework client, String path) {
-      super(client, path);
-    }
-
-    String node() {
-      return getLockPath();
-    }
+  // getLockPath() is protected (public only from Curator 5.5): the token
+  // needs our node's path.
+  static String node(InterProcessMutex lock) throws Exception {
+    Method m = InterProcessMutex.class.getDeclaredMethod("getLockPath");
+    m.setAccessible(true);
+    return (String) m.invoke(lock);
   }
 
   public static void main(String[] args) throws Exception {
-    if (args.length != 6) {
-      System.err.println("usage: PeerCurator HOSTS PATH DIR N PYTHON PEER");
+    if (args.length != 6 && !(args.length == 7 && args[6].matches("read|write"))) {
+      System.err.println("usage: PeerCurator HOSTS PATH DIR N PYTHON PEER [read|write]");
       System.exit(64);
     }
+    String mode = args.length == 7 ? args[6] : null;
     int n = Integer.parseInt(args[3]), rc = 0;
     CuratorFramework client =
         CuratorFrameworkFactory.newClient(args[0], 10000, 10000, new RetryOneTime(200));
@@ -38,15 +39,23 @@ public class PeerCurator {
       System.err.println("PeerCurator: cannot connect to " + args[0]);
       System.exit(69);
     }
-    Mutex lock = new Mutex(client, args[1]);
+    InterProcessMutex lock;
+    if (mode == null)
+      lock = new InterProcessMutex(client, args[1]);
+    else {
+      InterProcessReadWriteLock rw = new InterProcessReadWriteLock(client, args[1]);
+      lock = mode.equals("read") ? rw.readLock() : rw.writeLock();
+    }
     for (int i = 0; i < n; i++) {
       lock.acquire();
       try {
-        long token = client.checkExists().forPath(lock.node()).getCzxid();
-        Process crit =
-            new ProcessBuilder(args[4], args[5], "crit", args[2], Long.toString(token))
-                .inheritIO()
-                .start();
+        String token =
+            Long.toString(client.checkExists().forPath(node(lock)).getCzxid());
+        ProcessBuilder pb =
+            mode == null
+                ? new ProcessBuilder(args[4], args[5], "crit", args[2], token)
+                : new ProcessBuilder(args[4], args[5], "rwcrit", args[2], token, mode);
+        Process crit = pb.inheritIO().start();
         if (crit.waitFor() != 0)
           rc = 3;
       } finally {

@@ -665,6 +665,7 @@ int cli_print_queue(const zkl_contender_t *list, size_t n, const char *first,
   struct timeval tv;
   int64_t now;
   size_t i;
+  int sharing = 1; /* every entry so far is shared: the next may hold too */
   gettimeofday(&tv, NULL);
   now = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
   for (i = 0; i < n; i++) {
@@ -672,8 +673,13 @@ int cli_print_queue(const zkl_contender_t *list, size_t n, const char *first,
     double waited = (double)(now - e->ctime_ms) / 1000.0;
     if (waited < 0)
       waited = 0; /* server and local clocks differ a little */
-    /* a node nobody's session owns never holds, wherever it sorts */
-    fputs(e->owner == 0 ? "planted" : i == 0 ? first : rest, stdout);
+    /* a node nobody's session owns never holds, wherever it sorts;
+     * readers of a read-write lock at the head hold together */
+    fputs(e->owner == 0 ? "planted"
+          : i == 0 || (sharing && e->mode == ZKL_MODE_SHARED) ? first
+                                                              : rest,
+          stdout);
+    sharing &= e->mode == ZKL_MODE_SHARED;
     if (e->id)
       put_field("id", e->id);
     put_field("host", e->host);
@@ -682,7 +688,8 @@ int cli_print_queue(const zkl_contender_t *list, size_t n, const char *first,
       printf(" owner=none");
     else
       printf(" owner=0x%" PRIx64, (uint64_t)e->owner);
-    printf(" token=%" PRId64 " waited=%.1fs", e->czxid, waited);
+    printf(" token=%" PRId64 " waited=%.1fs mode=%s", e->czxid, waited,
+           e->mode == ZKL_MODE_SHARED ? "shared" : "exclusive");
     put_field("node", e->node);
     if (e->data && e->data_len) {
       fputs(" data=", stdout);

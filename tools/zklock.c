@@ -12,6 +12,7 @@
 static const char usage_text[] =
     "usage: zklock [-s HOSTS] [-r ROOT] [-n | -w SECONDS] [-E CODE]\n"
     "              [-t SESSION_MS] [-k SECONDS] [-a FILE] [--acl ACL] [--kazoo]\n"
+    "              [--shared | --write]\n"
     "              NAME COMMAND [ARG...]\n"
     "       zklock [-s HOSTS] [-r ROOT] [-a FILE] --list NAME\n"
     "\n"
@@ -31,7 +32,11 @@ static const char usage_text[] =
     "                            creator: only our identity may change them)\n"
     "      --kazoo               name our node as kazoo's Lock does, so that\n"
     "                            kazoo users of the same lock wait for us\n"
-    "  -l, --list                list the holder and the waiters of NAME\n"
+    "      --shared              hold in shared (read) mode: shared holders\n"
+    "                            run together; exclusive ones wait for them\n"
+    "      --write               exclusive, named as a read-write lock's\n"
+    "                            writer (as Curator's; with --kazoo, kazoo's)\n"
+    "  -l, --list                list the holders and the waiters of NAME\n"
     "  -h, --help                this text;  -V, --version\n"
     "\n"
     "Exit: COMMAND's status (128+N if killed by signal N), and 0 only if the\n"
@@ -47,21 +52,48 @@ struct opts {
   int nonblock, list;
   double wait_s; /* < 0: wait forever */
   long conflict, grace_ms;
-  int kazoo;
+  int kazoo, shared, write;
 };
 /* main()'s options before parsing; fuzz/fuzz_zklock_cli.c starts from it too. */
 #define OPTS_DEFAULT                                                           \
-  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL}, "/locks", 0, 0, -1, 1, 5000, 0}
+  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL}, "/locks", 0, 0, -1, 1, 5000, 0, 0, 0}
 
 
-static void cancel_lock(void *m) { zkl_mutex_cancel(m); }
+/* The lock we hold: an exclusive mutex, or a side of a read-write lock
+ * (`write` or read), which the mutex of the same name excludes. */
+struct lock {
+  zkl_mutex_t *m;
+  zkl_rwlock_t *rw;
+  int write;
+};
 
-static int verify_lock(void *m) { return zkl_mutex_verify(m); }
+static void cancel_lock(void *l) {
+  struct lock *k = l;
+  if (k->rw)
+    zkl_rwlock_cancel(k->rw);
+  else
+    zkl_mutex_cancel(k->m);
+}
+
+static int verify_lock(void *l) {
+  struct lock *k = l;
+  return k->rw ? zkl_rwlock_verify(k->rw) : zkl_mutex_verify(k->m);
+}
+
+static void lost(int state) {
+  if (state == ZKL_STATE_LOST)
+    cli_notify_lost();
+}
 
 static void on_state(zkl_mutex_t *m, int state, uint64_t token, void *ctx) {
   (void)m, (void)token, (void)ctx;
-  if (state == ZKL_STATE_LOST)
-    cli_notify_lost();
+  lost(state);
+}
+
+static void on_rw_state(zkl_rwlock_t *rw, int state, uint64_t token,
+                        void *ctx) {
+  (void)rw, (void)token, (void)ctx;
+  lost(state);
 }
 
 static int parse(int argc, char **argv, struct opts *o, int *first) {
@@ -74,6 +106,8 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
       {"conflict-exit-code", required_argument, 0, 'E'},
       {"list", no_argument, 0, 'l'},
       {"kazoo", no_argument, 0, 'K'},
+      {"shared", no_argument, 0, 'R'},
+      {"write", no_argument, 0, 'W'},
       {"help", no_argument, 0, 'h'},
       {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
@@ -86,6 +120,8 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     case 'n': o->nonblock = 1; break;
     case 'l': o->list = 1; break;
     case 'K': o->kazoo = 1; break;
+    case 'R': o->shared = 1; break;
+    case 'W': o->write = 1; break;
     case 'w':
       if (cli_seconds(optarg, &o->wait_s) != 0)
         return cli_usage("-w needs a number of seconds");
@@ -104,6 +140,8 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     }
     }
   }
+  if (o->shared && o->write)
+    return cli_usage("--shared and --write cannot be combined");
   if (o->nonblock && o->wait_s >= 0)
     return cli_usage("-n and -w cannot be combined");
   if (optind >= argc)
@@ -134,19 +172,32 @@ static int list_queue(zkl_client_t *c, const struct opts *o,
 }
 
 /* Acquire as the options say; returns 0 or an exit code. */
-static int acquire(zkl_mutex_t *m, const struct opts *o) {
+static int unlock(struct lock *k) {
+  if (!k->rw)
+    return zkl_mutex_unlock(k->m);
+  return k->write ? zkl_rwlock_wrunlock(k->rw) : zkl_rwlock_rdunlock(k->rw);
+}
+
+static int acquire(struct lock *k, const struct opts *o) {
+  int64_t until = zkl_now_ms() + (int64_t)(o->wait_s * 1000);
   int rc, sig;
   cli_set_waiting(1);
-  if (o->nonblock)
-    rc = zkl_mutex_trylock(m);
-  else if (o->wait_s >= 0)
-    rc = zkl_mutex_timedlock(m, zkl_now_ms() + (int64_t)(o->wait_s * 1000));
+  if (!k->rw)
+    rc = o->nonblock        ? zkl_mutex_trylock(k->m)
+         : o->wait_s >= 0   ? zkl_mutex_timedlock(k->m, until)
+                            : zkl_mutex_lock(k->m);
+  else if (k->write)
+    rc = o->nonblock        ? zkl_rwlock_trywrlock(k->rw)
+         : o->wait_s >= 0   ? zkl_rwlock_timedwrlock(k->rw, until)
+                            : zkl_rwlock_wrlock(k->rw);
   else
-    rc = zkl_mutex_lock(m);
+    rc = o->nonblock        ? zkl_rwlock_tryrdlock(k->rw)
+         : o->wait_s >= 0   ? zkl_rwlock_timedrdlock(k->rw, until)
+                            : zkl_rwlock_rdlock(k->rw);
   cli_set_waiting(0);
   sig = cli_interrupted();
   if (rc == ZKL_OK && sig) { /* interrupted just as we got it */
-    zkl_mutex_unlock(m);
+    unlock(k);
     rc = ZKL_ECANCELED;
   }
   if (rc == ZKL_OK)
@@ -158,25 +209,35 @@ static int acquire(zkl_mutex_t *m, const struct opts *o) {
   return cli_fail("cannot lock", rc);
 }
 
-static int run_locked(zkl_client_t *c, zkl_mutex_t *m, const char *name,
+static int run_locked(zkl_client_t *c, struct lock *k, const char *name,
                       char **cmd, long grace_ms, int64_t granted) {
-  char tok[64], nm[ZKL_NAME_MAX + 16], node[1024 + 16];
-  char *env[4];
+  char tok[64], nm[ZKL_NAME_MAX + 16], node[1024 + 16], mode[32];
+  char *env[5];
   uint64_t token = 0;
   int code, rc;
-  zkl_mutex_token(m, &token);
+  if (k->rw)
+    zkl_rwlock_token(k->rw, &token);
+  else
+    zkl_mutex_token(k->m, &token);
   snprintf(tok, sizeof tok, "ZKLOCK_TOKEN=%" PRIu64, token);
   snprintf(nm, sizeof nm, "ZKLOCK_NAME=%s", name);
+  snprintf(mode, sizeof mode, "ZKLOCK_MODE=%s",
+           k->rw && !k->write ? "shared" : "exclusive");
   strcpy(node, "ZKLOCK_NODE=");
-  zkl_mutex_node_path(m, node + 12, sizeof node - 12);
-  env[0] = tok, env[1] = nm, env[2] = node, env[3] = NULL;
+  if (k->rw)
+    zkl_rwlock_node_path(k->rw, node + 12, sizeof node - 12);
+  else
+    zkl_mutex_node_path(k->m, node + 12, sizeof node - 12);
+  env[0] = tok, env[1] = nm, env[2] = node, env[3] = mode, env[4] = NULL;
   cli_test_grant_delay();
-  code = cli_vouch(c, granted, zkl_mutex_state(m), verify_lock, m);
+  code = cli_vouch(c, granted,
+                   k->rw ? zkl_rwlock_state(k->rw) : zkl_mutex_state(k->m),
+                   verify_lock, k);
   if (code == 0)
     code = cli_run(cmd, env, grace_ms);
   /* the last unlock is the ensemble's verdict on the whole run: anything
    * but ZKL_OK means someone else may have held the lock meanwhile */
-  rc = zkl_mutex_unlock(m);
+  rc = unlock(k);
   if (rc != ZKL_OK && cli_started()) {
     if (!cli_lost_reported())
       cli_error("lock lost while %s ran (%s: %s): the run may not have "
@@ -189,8 +250,9 @@ static int run_locked(zkl_client_t *c, zkl_mutex_t *m, const char *name,
 int main(int argc, char **argv) {
   struct opts o = OPTS_DEFAULT;
   zkl_mutex_options_t mo = {0};
+  zkl_rwlock_options_t ro = {0};
   zkl_client_t *c = NULL;
-  zkl_mutex_t *m = NULL;
+  struct lock k = {NULL, NULL, 0};
   int first = 0, code, rc;
   cli_prog = "zklock";
   cli_what = "lock";
@@ -212,22 +274,28 @@ int main(int argc, char **argv) {
     zkl_client_destroy(c);
     return code;
   }
-  mo.root = o.root;
+  mo.root = ro.root = o.root;
   mo.state_fn = on_state;
+  ro.state_fn = on_rw_state;
   mo.flags = o.kazoo ? ZKL_MUTEX_KAZOO : 0;
-  if ((rc = zkl_mutex_create(&m, c, argv[first], &mo)) != ZKL_OK) {
+  ro.flags = o.kazoo ? ZKL_RWLOCK_KAZOO : 0;
+  k.write = o.write;
+  rc = o.shared || o.write ? zkl_rwlock_create(&k.rw, c, argv[first], &ro)
+                           : zkl_mutex_create(&k.m, c, argv[first], &mo);
+  if (rc != ZKL_OK) {
     code = cli_fail("cannot create the lock object", rc);
     zkl_client_destroy(c);
     return code;
   }
-  cli_set_cancel(cancel_lock, m);
-  if ((code = acquire(m, &o)) == 0) {
+  cli_set_cancel(cancel_lock, &k);
+  if ((code = acquire(&k, &o)) == 0) {
     int64_t granted = zkl_now_ms();
-    code = run_locked(c, m, argv[first], argv + first + 1, o.grace_ms,
+    code = run_locked(c, &k, argv[first], argv + first + 1, o.grace_ms,
                       granted);
   }
   cli_set_cancel(NULL, NULL);
-  zkl_mutex_destroy(m);
+  zkl_rwlock_destroy(k.rw);
+  zkl_mutex_destroy(k.m);
   zkl_client_destroy(c);
   return code;
 }

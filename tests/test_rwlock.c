@@ -1,0 +1,432 @@
+/* test_rwlock.c: the read-write lock against a real ensemble
+ * (ZKL_TEST_SERVERS), each test under its own root, each contender on its
+ * own client, so that request counts are per contender. */
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "admin.h"
+
+static zkl_rwlock_t *rwlock(zkl_client_t *c, const char *name,
+                            unsigned flags) {
+  zkl_rwlock_t *rw = NULL;
+  zkl_rwlock_options_t o = {0};
+  o.root = root;
+  o.flags = flags;
+  CHECK_RC(zkl_rwlock_create(&rw, c, name, &o), ZKL_OK);
+  return rw;
+}
+
+/* A contender on its own thread and client: it acquires (read or write),
+ * says so, holds until told, releases, and ends. */
+struct job {
+  zkl_client_t *c;
+  zkl_rwlock_t *rw;
+  int write;
+  int downgrade; /* downgrade when told, then hold read until told again */
+  int rc, unlock_rc;
+  _Atomic int held, go, downgraded;
+  uint64_t req_before, req_held; /* the client's requests around the wait */
+  pthread_t t;
+};
+
+static void *job_main(void *arg) {
+  struct job *j = arg;
+  j->req_before = zkl_client_request_count(j->c);
+  j->rc = j->write ? zkl_rwlock_wrlock(j->rw) : zkl_rwlock_rdlock(j->rw);
+  j->req_held = zkl_client_request_count(j->c);
+  atomic_store(&j->held, 1);
+  if (j->rc != ZKL_OK)
+    return NULL;
+  if (j->downgrade) {
+    while (!atomic_load(&j->go))
+      usleep(2000);
+    atomic_store(&j->go, 0);
+    CHECK_RC(zkl_rwlock_downgrade(j->rw), ZKL_OK);
+    atomic_store(&j->downgraded, 1);
+  }
+  while (!atomic_load(&j->go))
+    usleep(2000);
+  j->unlock_rc = j->write && !j->downgrade ? zkl_rwlock_wrunlock(j->rw)
+                                           : zkl_rwlock_rdunlock(j->rw);
+  return NULL;
+}
+
+/* write: 0 read, 1 write, 2 write then downgrade when told */
+static void job_start(struct job *j, const char *name, int write) {
+  memset(j, 0, sizeof *j);
+  j->c = client(10000);
+  j->rw = rwlock(j->c, name, 0);
+  j->write = write > 0;
+  j->downgrade = write == 2;
+  pthread_create(&j->t, NULL, job_main, j);
+}
+
+static void job_end(struct job *j) {
+  atomic_store(&j->go, 1);
+  pthread_join(j->t, NULL);
+  CHECK_RC(j->rc, ZKL_OK);
+  CHECK_RC(j->unlock_rc, ZKL_OK);
+  CHECK_RC(zkl_rwlock_destroy(j->rw), ZKL_OK);
+  CHECK_RC(zkl_client_destroy(j->c), ZKL_OK);
+}
+
+/* A job that is queued (its node exists) but must not hold yet. */
+#define QUEUED(name, n)                                                        \
+  do {                                                                         \
+    WAIT_FOR(queue_len(name) == (n), 5000);                                    \
+    CHECK_INT(queue_len(name), ==, (n));                                       \
+  } while (0)
+
+static void test_readers_share_writers_exclude(void) {
+  struct job r1, r2;
+  zkl_client_t *c = client(10000);
+  zkl_rwlock_t *rw;
+  zkl_mutex_t *m;
+  zkl_contender_t *list = NULL;
+  size_t n = 0;
+  new_root();
+  rw = rwlock(c, "rw", 0);
+  m = mutex(c, "rw");
+  job_start(&r1, "rw", 0);
+  job_start(&r2, "rw", 0);
+  WAIT_FOR(atomic_load(&r1.held) && atomic_load(&r2.held), 5000);
+  CHECK(atomic_load(&r1.held) && atomic_load(&r2.held));
+  CHECK_RC(zkl_rwlock_trywrlock(rw), ZKL_EBUSY);
+  CHECK_RC(zkl_mutex_trylock(m), ZKL_EBUSY); /* a mutex is a writer */
+  CHECK_RC(zkl_rwlock_tryrdlock(rw), ZKL_OK);
+  CHECK_RC(zkl_mutex_queue(c, root, "rw", &list, &n), ZKL_OK);
+  CHECK_INT(n, ==, 3);
+  while (n)
+    CHECK_INT(list[--n].mode, ==, ZKL_MODE_SHARED);
+  zkl_contenders_free(list, 3);
+  CHECK_RC(zkl_rwlock_rdunlock(rw), ZKL_OK);
+  job_end(&r1);
+  job_end(&r2);
+  CHECK_RC(zkl_rwlock_trywrlock(rw), ZKL_OK);
+  CHECK_RC(zkl_mutex_queue(c, root, "rw", &list, &n), ZKL_OK);
+  CHECK_INT(n, ==, 1);
+  if (n == 1) {
+    CHECK(strstr(list[0].node, "__WRIT__") != NULL);
+    CHECK_INT(list[0].mode, ==, ZKL_MODE_EXCLUSIVE);
+  }
+  zkl_contenders_free(list, n);
+  /* a reader waits for the writer; so does a mutex of the same name */
+  job_start(&r1, "rw", 0);
+  QUEUED("rw", 2);
+  CHECK(!atomic_load(&r1.held));
+  CHECK_RC(zkl_rwlock_wrunlock(rw), ZKL_OK);
+  WAIT_FOR(atomic_load(&r1.held), 5000);
+  CHECK(atomic_load(&r1.held));
+  CHECK_RC(zkl_mutex_trylock(m), ZKL_EBUSY);
+  job_end(&r1);
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  CHECK_RC(zkl_rwlock_tryrdlock(rw), ZKL_EBUSY);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  zkl_mutex_destroy(m);
+  CHECK_RC(zkl_rwlock_destroy(rw), ZKL_OK);
+  CHECK_INT(queue_count("rw"), ==, 0);
+  zkl_client_destroy(c);
+}
+
+/* Reentrancy in both modes costs no request; an upgrade is refused at
+ * once, sending nothing; a read while holding write costs nothing. */
+static void test_reentrancy_and_upgrade(void) {
+  zkl_client_t *c = client(10000);
+  zkl_rwlock_t *rw;
+  unsigned rd, wr;
+  uint64_t before, t1, t2;
+  int64_t t0;
+  int i;
+  new_root();
+  rw = rwlock(c, "re", 0);
+  CHECK_RC(zkl_rwlock_rdunlock(rw), ZKL_ENOTOWNER);
+  CHECK_RC(zkl_rwlock_rdlock(rw), ZKL_OK);
+  before = zkl_client_request_count(c);
+  for (i = 0; i < 1000; i++) {
+    CHECK_RC(zkl_rwlock_rdlock(rw), ZKL_OK);
+    CHECK_RC(zkl_rwlock_tryrdlock(rw), ZKL_OK);
+  }
+  t0 = zkl_now_ms();
+  CHECK_RC(zkl_rwlock_wrlock(rw), ZKL_EDEADLK);
+  CHECK_RC(zkl_rwlock_trywrlock(rw), ZKL_EDEADLK);
+  CHECK_RC(zkl_rwlock_timedwrlock(rw, zkl_now_ms() + 5000), ZKL_EDEADLK);
+  CHECK(zkl_now_ms() - t0 < 100);
+  CHECK_RC(zkl_rwlock_wrunlock(rw), ZKL_ENOTOWNER);
+  CHECK_RC(zkl_rwlock_downgrade(rw), ZKL_ENOTOWNER);
+  zkl_rwlock_depth(rw, &rd, &wr);
+  CHECK_INT(rd, ==, 2001);
+  CHECK_INT(wr, ==, 0);
+  for (i = 0; i < 2000; i++)
+    CHECK_RC(zkl_rwlock_rdunlock(rw), ZKL_OK);
+  CHECK_INT(zkl_client_request_count(c), ==, before);
+  CHECK_RC(zkl_rwlock_rdunlock(rw), ZKL_OK);
+  CHECK_INT(queue_count("re"), ==, 0);
+
+  CHECK_RC(zkl_rwlock_wrlock(rw), ZKL_OK);
+  CHECK_RC(zkl_rwlock_token(rw, &t1), ZKL_OK);
+  before = zkl_client_request_count(c);
+  CHECK_RC(zkl_rwlock_wrlock(rw), ZKL_OK);
+  CHECK_RC(zkl_rwlock_rdlock(rw), ZKL_OK);
+  CHECK_RC(zkl_rwlock_downgrade(rw), ZKL_EBUSY); /* write held twice */
+  CHECK_RC(zkl_rwlock_wrunlock(rw), ZKL_OK);
+  CHECK_INT(zkl_client_request_count(c), ==, before);
+  /* the last write level goes while a read level stays: a downgrade,
+   * one write */
+  CHECK_RC(zkl_rwlock_wrunlock(rw), ZKL_OK);
+  CHECK_INT(zkl_client_request_count(c) - before, ==, 1);
+  zkl_rwlock_depth(rw, &rd, &wr);
+  CHECK_INT(rd, ==, 1);
+  CHECK_INT(wr, ==, 0);
+  CHECK_RC(zkl_rwlock_token(rw, &t2), ZKL_OK);
+  CHECK_INT(t1, ==, t2); /* the node, and its token, stay */
+  CHECK_INT(zkl_rwlock_state(rw), ==, ZKL_STATE_HELD);
+  CHECK_RC(zkl_rwlock_wrlock(rw), ZKL_EDEADLK);
+  CHECK_RC(zkl_rwlock_verify(rw), ZKL_OK);
+  CHECK_RC(zkl_rwlock_rdunlock(rw), ZKL_OK);
+  CHECK_INT(zkl_rwlock_state(rw), ==, ZKL_STATE_NONE);
+  CHECK_INT(queue_count("re"), ==, 0);
+  /* an uncontended cycle in either mode: 1 round trip each way */
+  before = zkl_client_request_count(c);
+  CHECK_RC(zkl_rwlock_rdlock(rw), ZKL_OK);
+  CHECK_RC(zkl_rwlock_rdunlock(rw), ZKL_OK);
+  CHECK_INT(zkl_client_request_count(c) - before, ==, 4);
+  CHECK_RC(zkl_rwlock_destroy(rw), ZKL_OK);
+  zkl_client_destroy(c);
+}
+
+/* FIFO: a reader never passes a writer queued before it. */
+static void test_no_writer_starvation(void) {
+  struct job r1, w, r2;
+  new_root();
+  job_start(&r1, "fifo", 0);
+  WAIT_FOR(atomic_load(&r1.held), 5000);
+  job_start(&w, "fifo", 1);
+  QUEUED("fifo", 2);
+  job_start(&r2, "fifo", 0);
+  QUEUED("fifo", 3);
+  usleep(200 * 1000);
+  CHECK(!atomic_load(&w.held));
+  CHECK(!atomic_load(&r2.held)); /* behind the writer, although r1 reads */
+  job_end(&r1);
+  WAIT_FOR(atomic_load(&w.held), 5000);
+  CHECK(atomic_load(&w.held));
+  usleep(100 * 1000);
+  CHECK(!atomic_load(&r2.held));
+  job_end(&w);
+  WAIT_FOR(atomic_load(&r2.held), 5000);
+  job_end(&r2);
+  CHECK_INT(queue_count("fifo"), ==, 0);
+}
+
+/* A downgrade lets in the readers right behind the writer, and nobody
+ * else: not the writer queued next, not the reader behind that writer. */
+static void test_downgrade_is_atomic(void) {
+  struct job w, r1, w2, r2;
+  new_root();
+  job_start(&w, "dg", 2);
+  WAIT_FOR(atomic_load(&w.held), 5000);
+  CHECK(atomic_load(&w.held));
+  job_start(&r1, "dg", 0);
+  QUEUED("dg", 2);
+  job_start(&w2, "dg", 1);
+  QUEUED("dg", 3);
+  job_start(&r2, "dg", 0);
+  QUEUED("dg", 4);
+  atomic_store(&w.go, 1); /* downgrade */
+  WAIT_FOR(atomic_load(&w.downgraded), 5000);
+  CHECK(atomic_load(&w.downgraded));
+  WAIT_FOR(atomic_load(&r1.held), 5000);
+  CHECK(atomic_load(&r1.held));
+  usleep(200 * 1000);
+  CHECK(!atomic_load(&w2.held));
+  CHECK(!atomic_load(&r2.held));
+  {
+    zkl_contender_t *list = NULL;
+    size_t n = 0;
+    zkl_client_t *c = client(10000);
+    CHECK_RC(zkl_mutex_queue(c, root, "dg", &list, &n), ZKL_OK);
+    CHECK_INT(n, ==, 4);
+    if (n == 4) {
+      CHECK(strstr(list[0].node, "__WRIT__") != NULL);
+      CHECK_INT(list[0].mode, ==, ZKL_MODE_SHARED); /* downgraded */
+      CHECK_INT(list[1].mode, ==, ZKL_MODE_SHARED);
+      CHECK_INT(list[2].mode, ==, ZKL_MODE_EXCLUSIVE);
+      CHECK_INT(list[3].mode, ==, ZKL_MODE_SHARED);
+    }
+    zkl_contenders_free(list, n);
+    zkl_client_destroy(c);
+  }
+  job_end(&w);
+  usleep(100 * 1000);
+  CHECK(!atomic_load(&w2.held));
+  job_end(&r1);
+  WAIT_FOR(atomic_load(&w2.held), 5000);
+  CHECK(atomic_load(&w2.held));
+  CHECK(!atomic_load(&r2.held));
+  job_end(&w2);
+  WAIT_FOR(atomic_load(&r2.held), 5000);
+  job_end(&r2);
+  CHECK_INT(queue_count("dg"), ==, 0);
+}
+
+/* A writer behind a group of readers watches them all at once and takes
+ * the lock when the last goes, with no new listing: create + list, a
+ * watch on its own node, one read per reader. */
+static void test_writer_watches_reader_group(void) {
+  enum { K = 3 };
+  struct job r[K], w;
+  int i;
+  new_root();
+  for (i = 0; i < K; i++)
+    job_start(&r[i], "grp", 0);
+  for (i = 0; i < K; i++)
+    WAIT_FOR(atomic_load(&r[i].held), 5000);
+  job_start(&w, "grp", 1);
+  QUEUED("grp", K + 1);
+  for (i = 0; i < K; i++) {
+    usleep(50 * 1000);
+    CHECK(!atomic_load(&w.held));
+    job_end(&r[i]);
+  }
+  WAIT_FOR(atomic_load(&w.held), 5000);
+  CHECK(atomic_load(&w.held));
+  CHECK_INT(w.req_held - w.req_before, ==, 2 + 1 + K);
+  job_end(&w);
+}
+
+/* A reader watches the nearest writer before it, not the first: the
+ * first writer's release does not wake it. */
+static void test_reader_watches_nearest_writer(void) {
+  struct job w1, w2, r;
+  uint64_t mid;
+  new_root();
+  job_start(&w1, "near", 1);
+  WAIT_FOR(atomic_load(&w1.held), 5000);
+  job_start(&w2, "near", 1);
+  QUEUED("near", 2);
+  job_start(&r, "near", 0);
+  QUEUED("near", 3);
+  usleep(100 * 1000);
+  mid = zkl_client_request_count(r.c);
+  job_end(&w1);
+  WAIT_FOR(atomic_load(&w2.held), 5000);
+  CHECK(atomic_load(&w2.held));
+  usleep(100 * 1000);
+  CHECK_INT(zkl_client_request_count(r.c), ==, mid); /* not woken */
+  CHECK(!atomic_load(&r.held));
+  job_end(&w2);
+  WAIT_FOR(atomic_load(&r.held), 5000);
+  CHECK(atomic_load(&r.held));
+  job_end(&r);
+}
+
+/* Another client rewriting a waiting writer's data with the downgrade
+ * mark lets nobody in while that writer itself waits (the reader behind
+ * it has two writers before it); the writer that really holds is not
+ * moved by a rewrite of its data either. */
+static void test_rewritten_mark_admits_nobody(void) {
+  struct job w1, w2, r;
+  char path[512], data[] = "zklock 1\nmode=read\n\n";
+  struct String_vector v;
+  int i;
+  new_root();
+  job_start(&w1, "mark", 1);
+  WAIT_FOR(atomic_load(&w1.held), 5000);
+  job_start(&w2, "mark", 1);
+  QUEUED("mark", 2);
+  job_start(&r, "mark", 0);
+  QUEUED("mark", 3);
+  snprintf(path, sizeof path, "%s/mark", root);
+  CHECK_INT(zoo_get_children(admin, path, 0, &v), ==, ZOK);
+  for (i = 0; i < v.count; i++) {
+    char node[600];
+    if (!strstr(v.data[i], "__WRIT__"))
+      continue;
+    snprintf(node, sizeof node, "%s/%s", path, v.data[i]);
+    CHECK_INT(zoo_set(admin, node, data, (int)strlen(data), -1), ==, ZOK);
+  }
+  deallocate_String_vector(&v);
+  usleep(300 * 1000);
+  CHECK(!atomic_load(&r.held));
+  CHECK(!atomic_load(&w2.held));
+  job_end(&w1);
+  WAIT_FOR(atomic_load(&w2.held), 5000);
+  CHECK(atomic_load(&w2.held));
+  job_end(&w2);
+  WAIT_FOR(atomic_load(&r.held), 5000);
+  job_end(&r);
+  CHECK_INT(queue_count("mark"), ==, 0);
+}
+
+/* Timed and cancelled waits leave nothing behind, in both modes. */
+static void test_timed_and_cancel(void) {
+  struct job w;
+  zkl_client_t *c = client(10000);
+  zkl_rwlock_t *rw;
+  new_root();
+  rw = rwlock(c, "tc", 0);
+  job_start(&w, "tc", 1);
+  WAIT_FOR(atomic_load(&w.held), 5000);
+  CHECK_RC(zkl_rwlock_timedrdlock(rw, zkl_now_ms() + 300), ZKL_ETIMEDOUT);
+  CHECK_RC(zkl_rwlock_timedwrlock(rw, zkl_now_ms() + 300), ZKL_ETIMEDOUT);
+  CHECK_RC(zkl_rwlock_tryrdlock(rw), ZKL_EBUSY);
+  CHECK_INT(queue_len("tc"), ==, 1);
+  job_end(&w);
+  CHECK_RC(zkl_rwlock_timedrdlock(rw, zkl_now_ms() + 3000), ZKL_OK);
+  CHECK_RC(zkl_rwlock_rdunlock(rw), ZKL_OK);
+  CHECK_RC(zkl_rwlock_cancel(rw), ZKL_OK);
+  CHECK_RC(zkl_rwlock_destroy(rw), ZKL_OK);
+  CHECK_INT(queue_count("tc"), ==, 0);
+  zkl_client_destroy(c);
+}
+
+/* kazoo's naming, chosen by a flag; and bad arguments. */
+static void test_kazoo_names_and_bad_input(void) {
+  zkl_client_t *c = client(10000);
+  zkl_rwlock_t *rw = NULL;
+  zkl_rwlock_options_t o = {0};
+  char path[256];
+  struct String_vector v;
+  new_root();
+  rw = rwlock(c, "kz", ZKL_RWLOCK_KAZOO);
+  CHECK_RC(zkl_rwlock_rdlock(rw), ZKL_OK);
+  snprintf(path, sizeof path, "%s/kz", root);
+  CHECK_INT(zoo_get_children(admin, path, 0, &v), ==, ZOK);
+  CHECK_INT(v.count, ==, 1);
+  if (v.count == 1)
+    CHECK(strstr(v.data[0], "__rlock__") != NULL);
+  deallocate_String_vector(&v);
+  CHECK_RC(zkl_rwlock_rdunlock(rw), ZKL_OK);
+  CHECK_RC(zkl_rwlock_wrlock(rw), ZKL_OK);
+  CHECK_INT(zoo_get_children(admin, path, 0, &v), ==, ZOK);
+  if (v.count == 1)
+    CHECK(strstr(v.data[0], "__lock__") != NULL);
+  deallocate_String_vector(&v);
+  CHECK_RC(zkl_rwlock_wrunlock(rw), ZKL_OK);
+  CHECK_RC(zkl_rwlock_destroy(rw), ZKL_OK);
+  CHECK_RC(zkl_rwlock_destroy(rw), ZKL_EINVAL);
+  o.flags = 1u << 7;
+  CHECK_RC(zkl_rwlock_create(&rw, c, "x", &o), ZKL_EINVAL);
+  CHECK(rw == NULL);
+  CHECK_RC(zkl_rwlock_create(&rw, c, "a/b", NULL), ZKL_EINVAL);
+  CHECK_RC(zkl_rwlock_create(NULL, c, "x", NULL), ZKL_EINVAL);
+  CHECK_RC(zkl_rwlock_rdlock(NULL), ZKL_EINVAL);
+  CHECK_RC(zkl_rwlock_wrunlock(NULL), ZKL_EINVAL);
+  CHECK_INT(zkl_rwlock_state(NULL), ==, ZKL_STATE_NONE);
+  zkl_client_destroy(c);
+}
+
+int main(void) {
+  admin_open();
+  RUN(test_readers_share_writers_exclude);
+  RUN(test_reentrancy_and_upgrade);
+  RUN(test_no_writer_starvation);
+  RUN(test_downgrade_is_atomic);
+  RUN(test_writer_watches_reader_group);
+  RUN(test_reader_watches_nearest_writer);
+  RUN(test_rewritten_mark_admits_nobody);
+  RUN(test_timed_and_cancel);
+  RUN(test_kazoo_names_and_bad_input);
+  admin_close();
+  return CHECK_DONE();
+}
