@@ -34,6 +34,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
      * contenders are: at most one of them may see nothing before itself.
      * Any other input must just not crash. */
     int i, j, pred, heads = 0, near = 1, excl_holds = 0, holds = 0;
+    int lease_holds = 0;
     zkl__plan_t plan;
     for (i = 0; i < n; i++) {
       near &= e[i].seq >= 0 && e[i].seq < (1 << 30);
@@ -43,7 +44,17 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
       (void)zkl__may_insert_below(e, n, i, NULL);
       /* the read-write policy: holders never conflict, and every watched
        * entry is another one of the listing */
-      zkl__decide(e, n, i, NULL, &plan);
+      zkl__decide(e, n, i, NULL, 0, &plan);
+      /* the semaphore's policy, for a limit of 2: at most 2 leases hold,
+       * and never beside a lock's holder */
+      {
+        zkl__plan_t sp;
+        zkl__decide(e, n, i, NULL, 2, &sp);
+        if (sp.nwatch > sp.before + 1 || sp.nwatch > ZKL__WATCH_MAX)
+          __builtin_trap();
+        if (!sp.before && (e[i].kind & ZKL__KIND_LEASE))
+          lease_holds++;
+      }
       if (plan.nwatch > plan.before || plan.nwatch > ZKL__WATCH_MAX)
         __builtin_trap();
       for (j = 0; j < plan.nwatch; j++)
@@ -54,7 +65,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
         excl_holds += (e[i].kind & ZKL__KIND_EXCL) != 0;
       }
     }
-    if (near && (heads > 1 || excl_holds > 1 || (excl_holds && holds > 1)))
+    if (near && (heads > 1 || excl_holds > 1 || (excl_holds && holds > 1) ||
+                 lease_holds > 2))
       __builtin_trap();
     free(e);
   }

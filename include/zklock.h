@@ -13,6 +13,7 @@
  *                 processes, may name the same lock.
  *   zkl_rwlock_t  a reentrant distributed read-write lock, on the same
  *                 queue: it and zkl_mutex_t objects may share a name.
+ *   zkl_semaphore_t  N leases (zkl_lease_t) of one name at once.
  *
  * THREAD SAFETY
  *   Every object may be shared by any number of threads unless a function
@@ -88,7 +89,8 @@ extern "C" {
   XX(EREVOKED, -1014, "our waiting node was deleted by another client")      \
   XX(EAUTH, -1015, "authentication with the ensemble failed")                \
   XX(EFORKED, -1016, "object inherited across fork(): unusable in the child") \
-  XX(EDEADLK, -1017, "calling thread holds this lock through another object")
+  XX(EDEADLK, -1017, "calling thread holds this lock through another object") \
+  XX(EMISMATCH, -1018, "members disagree on the semaphore's number of leases")
 
 typedef enum zkl_error {
   ZKL_OK = 0,
@@ -470,13 +472,16 @@ typedef struct zkl_contender {
   void *data;           /* caller data (NUL-terminated copy), NULL if none */
   size_t data_len;
   char *id;             /* election candidate id; NULL for lock nodes */
-  int mode;             /* ZKL_MODE_EXCLUSIVE, or ZKL_MODE_SHARED (a reader
+  int mode;             /* ZKL_MODE_EXCLUSIVE; ZKL_MODE_SHARED (a reader
                            of a read-write lock, or a writer that
-                           downgraded to read) */
+                           downgraded to read); ZKL_MODE_LEASE (a lease
+                           of a semaphore) */
+  int holds;            /* 1: holds, by the rule contenders use (several
+                           readers, or up to N leases, hold together) */
 } zkl_contender_t;
 
 /* zkl_contender_t.mode */
-enum { ZKL_MODE_EXCLUSIVE = 0, ZKL_MODE_SHARED = 1 };
+enum { ZKL_MODE_EXCLUSIVE = 0, ZKL_MODE_SHARED = 1, ZKL_MODE_LEASE = 2 };
 
 /*
  * List the queue of lock `name` under `root` (NULL = "/locks") in order:
@@ -638,6 +643,112 @@ ZKL_EXTERN int zkl_rwlock_token(const zkl_rwlock_t *rw, uint64_t *token);
 /* Full path of the calling thread's node, as zkl_mutex_node_path(). */
 ZKL_EXTERN int zkl_rwlock_node_path(const zkl_rwlock_t *rw, char *buf,
                                     size_t size);
+
+/* ------------------------------------------------------------------------ */
+/* Counting semaphore                                                        */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * At most N leases of <root>/<name> at once, across every process. Each
+ * lease is an ephemeral sequential node <guid>-lease-<seq>; the N lowest
+ * leases hold, the others wait in arrival order. Nobody is woken for
+ * nothing: the first waiter watches the N holders (when N <= 32) and takes
+ * the first lease freed, with no further read; each later waiter watches
+ * only the waiter before it, which marks its node when it is granted. A
+ * lease never leaks: its node goes with the release, with a failed or
+ * cancelled acquire (deleted at once or, with the connection down, once
+ * reconnected, found by its guid if its create's reply was lost), or with
+ * the session when the process dies.
+ *
+ * Every member must agree on N. The semaphore's directory (a container
+ * node, gone once the last lease is) says "max=N", written by the first
+ * member to make it; a member created with another N gets ZKL_EMISMATCH
+ * from every acquire, and admits nobody, until all leases of the other N
+ * are gone. A lock (zkl_mutex_t, zkl_rwlock_t) on the same name excludes
+ * every lease and is excluded by them.
+ *
+ * Leases belong to no thread: any thread may release one, once. The token
+ * of a lease (the czxid of its node) grows with the order of grants; it
+ * tells lease epochs apart, it does not exclude other leases.
+ */
+typedef struct zkl_semaphore zkl_semaphore_t;
+typedef struct zkl_lease zkl_lease_t;
+
+/* Most leases one semaphore may have. */
+#define ZKL_LEASES_MAX 65536
+
+/* A lease's state changes, as zkl_state_fn: `token` tells which lease. */
+typedef void (*zkl_semaphore_fn)(zkl_semaphore_t *sem, int state,
+                                 uint64_t token, void *ctx);
+
+typedef struct zkl_semaphore_options {
+  const char *root;      /* parent of the semaphore; NULL = "/locks" */
+  const void *data;      /* caller data stored in each lease node */
+  size_t data_len;       /* <= ZKL_DATA_MAX */
+  zkl_semaphore_fn state_fn; /* NULL = no callback */
+  void *state_ctx;
+  unsigned flags;        /* none yet: 0 */
+} zkl_semaphore_options_t;
+
+/*
+ * Create a semaphore object of `leases` (1..ZKL_LEASES_MAX) leases for
+ * `name` (the rules of zkl_mutex_create()). Talks to nobody. Returns ZKL_OK
+ * (*out set; free with zkl_semaphore_destroy()), ZKL_EINVAL, ZKL_ENOMEM,
+ * ZKL_ECLOSED.
+ */
+ZKL_EXTERN int zkl_semaphore_create(zkl_semaphore_t **out,
+                                    zkl_client_t *client, const char *name,
+                                    unsigned leases,
+                                    const zkl_semaphore_options_t *opts);
+
+/*
+ * Take one lease: blocking, trying (ZKL_EBUSY when all N are held or
+ * waited for), or until deadline_ms (ZKL_ETIMEDOUT). *lease is set on
+ * ZKL_OK; release it with zkl_lease_release(). An uncontended acquire is
+ * one round trip (a read of the directory, the create and the listing).
+ * Other codes: ZKL_EMISMATCH (see above), ZKL_ECANCELED, ZKL_ECLOSED,
+ * ZKL_EREVOKED, ZKL_EAUTH, ZKL_EFORKED, ZKL_EINVAL, a ZooKeeper code. On
+ * any error no node of ours is left.
+ */
+ZKL_EXTERN int zkl_semaphore_acquire(zkl_semaphore_t *sem,
+                                     zkl_lease_t **lease);
+ZKL_EXTERN int zkl_semaphore_tryacquire(zkl_semaphore_t *sem,
+                                        zkl_lease_t **lease);
+ZKL_EXTERN int zkl_semaphore_timedacquire(zkl_semaphore_t *sem,
+                                          int64_t deadline_ms,
+                                          zkl_lease_t **lease);
+
+/* Wake every thread blocked acquiring on this object (ZKL_ECANCELED).
+ * Leases already granted are not affected. */
+ZKL_EXTERN int zkl_semaphore_cancel(zkl_semaphore_t *sem);
+
+/*
+ * Free a semaphore object. ZKL_EBUSY, freeing nothing, while any of its
+ * leases is not released or a thread is acquiring; NULL is a no-op; a
+ * dead pointer gives ZKL_EINVAL.
+ */
+ZKL_EXTERN int zkl_semaphore_destroy(zkl_semaphore_t *sem);
+
+/*
+ * Release a lease (from any thread) and free it: the verdict of
+ * zkl_mutex_unlock(): ZKL_OK when the lease was still ours to the end,
+ * ZKL_ELOST when it had been lost or cannot be vouched for. A pointer that
+ * is not a live lease (released twice) gives ZKL_EINVAL.
+ */
+ZKL_EXTERN int zkl_lease_release(zkl_lease_t *lease);
+
+/* zkl_lock_state_t of the lease. */
+ZKL_EXTERN int zkl_lease_state(const zkl_lease_t *lease);
+
+/* The lease's token (the czxid of its node). */
+ZKL_EXTERN int zkl_lease_token(const zkl_lease_t *lease, uint64_t *token);
+
+/* zkl_mutex_verify() for a lease. */
+ZKL_EXTERN int zkl_lease_verify(zkl_lease_t *lease);
+
+/* The lease's node path, as zkl_mutex_node_path(). */
+ZKL_EXTERN int zkl_lease_node_path(const zkl_lease_t *lease, char *buf,
+                                   size_t size);
 
 /* ------------------------------------------------------------------------ */
 /* Leader election                                                           */

@@ -114,8 +114,10 @@ static int read_all(zkl_client_t *c, zkl__session_t *s, const char *dir,
       e->czxid = cl->stat.czxid;
       e->ctime_ms = cl->stat.ctime;
       e->owner = cl->stat.ephemeralOwner;
-      e->mode = (it[i].kind & ZKL__KIND_EXCL) &&
-                        !zkl__data_downgraded(cl->data, (size_t)cl->data_len)
+      e->mode = (it[i].kind & ZKL__KIND_LEASE) ? ZKL_MODE_LEASE
+                : (it[i].kind & ZKL__KIND_EXCL) &&
+                        !zkl__data_mark(cl->data, (size_t)cl->data_len,
+                                        "mode=read")
                     ? ZKL_MODE_EXCLUSIVE
                     : ZKL_MODE_SHARED;
       rc = e->node ? zkl__parse_node_data(e, cl->data, (size_t)cl->data_len)
@@ -148,7 +150,7 @@ static int by_rank(const void *x, const void *y) {
  * pair, so planted names cannot make the listing disagree with the
  * queue; nodes that are not ephemeral, which nobody waits behind, last.
  * The sort is on those counts, plain integers, never on the sequences. */
-static int order_listing(zkl_contender_t *res, size_t n) {
+static int order_listing(zkl_contender_t *res, size_t n, int limit) {
   zkl__entry_t *e = malloc(n * sizeof *e);
   unsigned char *skip = calloc(n, 1);
   struct ranked *r = malloc(n * sizeof *r);
@@ -161,7 +163,13 @@ static int order_listing(zkl_contender_t *res, size_t n) {
       skip[i] = res[i].owner == 0;
     }
     for (i = 0; i < n; i++) {
+      zkl__plan_t p;
       r[i].rank = skip[i] ? INT_MAX : zkl__place(e, (int)n, (int)i, skip, NULL);
+      res[i].holds = 0;
+      if (!skip[i]) {
+        zkl__decide(e, (int)n, (int)i, skip, limit, &p);
+        res[i].holds = p.before == 0;
+      }
       r[i].e = res[i];
     }
     qsort(r, n, sizeof *r, by_rank);
@@ -176,11 +184,11 @@ static int order_listing(zkl_contender_t *res, size_t n) {
 int zkl__queue_list(zkl_client_t *c, const char *dir, zkl_contender_t **out,
                     size_t *count) {
   pthread_cond_t cv;
-  zkl__call_t sy, ls, *ptrs[2] = {&sy, &ls};
+  zkl__call_t sy, ls, gd, *ptrs[3] = {&sy, &ls, &gd};
   zkl__session_t *s;
   zkl__entry_t *it = NULL;
   zkl_contender_t *res = NULL;
-  int n, rc;
+  int n, rc, limit;
   *count = 0;
   if (zkl__cond_init(&cv) != ZKL_OK)
     return ZKL_ESYSTEM;
@@ -189,22 +197,27 @@ int zkl__queue_list(zkl_client_t *c, const char *dir, zkl_contender_t **out,
   pthread_mutex_unlock(&c->mu);
   zkl__call_init(&sy, c, &cv);
   zkl__call_init(&ls, c, &cv);
+  zkl__call_init(&gd, c, &cv);
   /* sync first, in the same round trip: the server we read from has then
    * applied every write committed before the call, so a lock released by
-   * another session just before is not shown as held */
+   * another session just before is not shown as held; the directory's
+   * data says how many leases a semaphore has */
   zkl__sync(&sy, s, dir);
   zkl__children(&ls, s, dir);
+  zkl__get(&gd, s, dir, 0);
   pthread_mutex_lock(&c->mu);
-  zkl__call_wait(ptrs, 2);
+  zkl__call_wait(ptrs, 3);
   pthread_mutex_unlock(&c->mu);
   zkl__call_free(&sy);
+  limit = gd.rc == ZOK ? zkl__dir_limit(gd.data, (size_t)gd.data_len) : 0;
+  zkl__call_free(&gd);
   rc = ls.rc == ZNONODE ? ZOK : ls.rc;
   if (rc == ZOK && ls.kids.count > 0) {
     n = zkl__contenders(ls.kids.data, ls.kids.count, &it);
     res = n >= 0 ? calloc((size_t)n + 1, sizeof *res) : NULL;
     rc = !res ? ZKL_ENOMEM : n ? read_all(c, s, dir, it, n, res, count) : ZOK;
-    if (rc == ZOK && *count > 1)
-      rc = order_listing(res, *count);
+    if (rc == ZOK && *count > 0)
+      rc = order_listing(res, *count, limit);
   }
   free(it);
   zkl__call_free(&ls);

@@ -29,7 +29,12 @@ ZKL__HIDDEN int zkl__seq_before(int32_t a, int32_t b);
 /* Kinds of contender node: exclusive ones conflict with every node,
  * shared ones only with exclusive ones. LOWERS: its client may later
  * create a node that sorts below later contenders (zkl__may_insert_below). */
-enum { ZKL__KIND_EXCL = 1, ZKL__KIND_SHARED = 2, ZKL__KIND_LOWERS = 4 };
+enum {
+  ZKL__KIND_EXCL = 1,
+  ZKL__KIND_SHARED = 2,
+  ZKL__KIND_LOWERS = 4,
+  ZKL__KIND_LEASE = 8 /* a semaphore's: counted against its limit */
+};
 /* Whether `node` ends in a sequence, as every contender's name does,
  * whatever library made it: its sequence, and its kind by the marker
  * before it (an unknown marker: exclusive). */
@@ -49,20 +54,34 @@ ZKL__HIDDEN int zkl__may_insert_below(const zkl__entry_t *e, int n, int me,
                                       const unsigned char *skip);
 /* What e[me] does next: hold when `before` (contenders before it that
  * conflict with it, skip[i] set left out) is 0; else watch the entries
- * watch[0..nwatch), the nearest first. `handoff`: their deletion alone
- * proves we hold, with no new listing. `downgrade_ok`: so does watch[0]'s
- * data saying it holds in read mode (zkl__data_downgraded). */
+ * watch[0..nwatch), the nearest first. `handoff`: the deletion of all of
+ * them (of any one of them, with `any`) alone proves we hold, with no
+ * new listing. `downgrade_ok`: so does watch[0]'s data marked "mode=read".
+ * `relist_on_change`: a change to watch[0]'s data, or its mark
+ * "state=held", means look at the queue again; `poll`: so does a long
+ * quiet wait (ZKL__POLL_MS). `limit`: the semaphore's number of leases,
+ * for an e[me] of kind LEASE (0: not a semaphore). */
 #define ZKL__WATCH_MAX 32
+#define ZKL__POLL_MS 5000
 typedef struct zkl__plan {
   int before;
   int nwatch;
   int watch[ZKL__WATCH_MAX];
   int handoff;
+  int any;
   int downgrade_ok;
+  int relist_on_change;
+  int poll;
 } zkl__plan_t;
 ZKL__HIDDEN void zkl__decide(const zkl__entry_t *e, int n, int me,
-                             const unsigned char *skip, zkl__plan_t *p);
-ZKL__HIDDEN int zkl__data_downgraded(const char *data, size_t len);
+                             const unsigned char *skip, int limit,
+                             zkl__plan_t *p);
+ZKL__HIDDEN int zkl__dir_limit(const char *d, size_t len);
+/* Whether node data d carries the status line `mark` in its header. */
+ZKL__HIDDEN int zkl__data_mark(const char *d, size_t len, const char *mark);
+/* Whether any entry (skip[i] set left out) comes after e[me]. */
+ZKL__HIDDEN int zkl__any_after(const zkl__entry_t *e, int n, int me,
+                               const unsigned char *skip);
 /* The number of entries before e[me] in queue order (0: e[me] holds),
  * leaving out those with skip[i] set (skip may be NULL); *pred (may be
  * NULL) gets the index of the nearest of them, the one to watch, or -1. */
@@ -130,6 +149,8 @@ struct zkl__queue {
   char *prefix;       /* "<dir>/" : guid and marker follow */
   const char *marker; /* "-lock-", "-elect-", "__WRIT__": exclusive nodes */
   const char *marker_shared; /* "__READ__": shared nodes, or NULL */
+  int limit;          /* a semaphore's leases (marker "-lease-"), or 0 */
+  char *dir_data;     /* what <dir>'s data must say ("max=N"), or NULL */
   char *id;           /* election candidate id, or NULL */
   void *user_data;    /* caller data stored in each node */
   size_t user_len;
@@ -323,6 +344,9 @@ ZKL__HIDDEN void zkl__delete(zkl__call_t *call, zkl__session_t *s,
 ZKL__HIDDEN void zkl__set(zkl__call_t *call, zkl__session_t *s,
                           const char *path, const char *data, int len,
                           int version);
+/* setData whose answer nobody waits for. Caller holds no lock. */
+ZKL__HIDDEN void zkl__set_nowait(zkl__session_t *s, const char *path,
+                                 const char *data, int len, int version);
 ZKL__HIDDEN void zkl__sync(zkl__call_t *call, zkl__session_t *s,
                            const char *path);
 /* Makes calls[0..n) (initialised, not yet issued) one batch: the waiter

@@ -72,6 +72,8 @@ static const struct {
     /* Curator's read-write lock, and zklock's (zkl_rwlock_t) */
     {"__WRIT__", ZKL__KIND_EXCL | ZKL__KIND_LOWERS},
     {"__READ__", ZKL__KIND_SHARED},
+    /* zklock's semaphore: exclusive to every other kind */
+    {"-lease-", ZKL__KIND_EXCL | ZKL__KIND_LEASE},
 };
 
 /* The kind of a node whose name, up to len, ends with a known marker;
@@ -200,6 +202,15 @@ int zkl__may_insert_below(const zkl__entry_t *e, int n, int me,
   return 0;
 }
 
+int zkl__any_after(const zkl__entry_t *e, int n, int me,
+                   const unsigned char *skip) {
+  int i;
+  for (i = 0; i < n; i++)
+    if (i != me && !(skip && skip[i]) && before(&e[me], &e[i]))
+      return 1;
+  return 0;
+}
+
 /* Decided from e[me]'s own point of view, one pair at a time: two real
  * contenders each see the other on the same side, so at most one of them
  * sees nothing before itself, whatever else a listing holds. */
@@ -224,14 +235,78 @@ static int conflicts(int a, int b) {
   return (a & ZKL__KIND_EXCL) || (b & ZKL__KIND_EXCL);
 }
 
+/* Adds to p->watch the entries before e[me] that `want` accepts, nearest
+ * first, as many as fit. */
+static void watch_nearest(const zkl__entry_t *e, int n, int me,
+                          const unsigned char *skip, int (*want)(int kind),
+                          zkl__plan_t *p) {
+  int i, j;
+  while (p->nwatch < ZKL__WATCH_MAX) {
+    int next = -1;
+    for (i = 0; i < n; i++) {
+      if (i == me || (skip && skip[i]) || !before(&e[i], &e[me]) ||
+          !want(e[i].kind))
+        continue;
+      for (j = 0; j < p->nwatch && p->watch[j] != i; j++)
+        ;
+      if (j == p->nwatch && (next < 0 || nearer(&e[i], &e[next], &e[me])))
+        next = i;
+    }
+    if (next < 0)
+      return;
+    p->watch[p->nwatch++] = next;
+  }
+}
+
+static int any_kind(int kind) { return kind != 0; }
+static int lease_kind(int kind) { return (kind & ZKL__KIND_LEASE) != 0; }
+
+/* A lease of a semaphore of `limit` leases holds while fewer than `limit`
+ * leases, and no node of another kind, are before it. The first waiter
+ * (exactly `limit` leases before it) watches them all, and the first
+ * deletion proves it holds. A later waiter watches its predecessor, and
+ * relists when it goes or is marked held (the relay: see queue.c), or
+ * after a while in case the mark was never written. */
+static void decide_lease(const zkl__entry_t *e, int n, int me,
+                         const unsigned char *skip, int limit,
+                         zkl__plan_t *p) {
+  int i, leases = 0, others = 0, nearest = -1;
+  for (i = 0; i < n; i++) {
+    if (i == me || (skip && skip[i]) || !before(&e[i], &e[me]))
+      continue;
+    if (e[i].kind & ZKL__KIND_LEASE)
+      leases++;
+    else
+      others++;
+    if (nearest < 0 || nearer(&e[i], &e[nearest], &e[me]))
+      nearest = i;
+  }
+  p->before = others + (leases >= limit ? leases - limit + 1 : 0);
+  if (!p->before)
+    return;
+  if (!others && leases == limit && limit <= ZKL__WATCH_MAX) {
+    watch_nearest(e, n, me, skip, lease_kind, p);
+    p->any = 1;
+    p->handoff = !zkl__may_insert_below(e, n, me, skip);
+    return;
+  }
+  p->watch[p->nwatch++] = nearest;
+  p->relist_on_change = 1;
+  p->poll = !others;
+}
+
 /* Sound for the mutex's reason: no node lower than ours appears after our
  * listing (unless one before us may add one: zkl__may_insert_below), so
  * the set of conflicting nodes before us can only shrink. Hence a watched
  * set that holds every one of them proves, once gone, that we hold. */
 void zkl__decide(const zkl__entry_t *e, int n, int me,
-                 const unsigned char *skip, zkl__plan_t *p) {
-  int i, j, nearest = -1, all_shared = 1;
+                 const unsigned char *skip, int limit, zkl__plan_t *p) {
+  int i, nearest = -1, all_shared = 1;
   memset(p, 0, sizeof *p);
+  if (limit > 0 && (e[me].kind & ZKL__KIND_LEASE)) {
+    decide_lease(e, n, me, skip, limit, p);
+    return;
+  }
   for (i = 0; i < n; i++) {
     if (i == me || (skip && skip[i]) || !before(&e[i], &e[me]) ||
         !conflicts(e[i].kind, e[me].kind))
@@ -243,23 +318,12 @@ void zkl__decide(const zkl__entry_t *e, int n, int me,
   }
   if (!p->before)
     return;
-  p->watch[p->nwatch++] = nearest;
   /* A writer behind a group of readers only: watch them all at once, the
    * nearest first, as many as fit. */
-  if (p->before > 1 && all_shared && (e[me].kind & ZKL__KIND_EXCL)) {
-    while (p->nwatch < p->before && p->nwatch < ZKL__WATCH_MAX) {
-      int next = -1;
-      for (i = 0; i < n; i++) {
-        if (i == me || (skip && skip[i]) || !before(&e[i], &e[me]))
-          continue;
-        for (j = 0; j < p->nwatch && p->watch[j] != i; j++)
-          ;
-        if (j == p->nwatch && (next < 0 || nearer(&e[i], &e[next], &e[me])))
-          next = i;
-      }
-      p->watch[p->nwatch++] = next;
-    }
-  }
+  if (p->before > 1 && all_shared && (e[me].kind & ZKL__KIND_EXCL))
+    watch_nearest(e, n, me, skip, any_kind, p);
+  else
+    p->watch[p->nwatch++] = nearest;
   p->handoff = p->nwatch == p->before && !zkl__may_insert_below(e, n, me, skip);
   /* A reader behind one writer only: once that writer holds and has
    * downgraded to read (its data says so), it no longer conflicts. */
@@ -268,18 +332,35 @@ void zkl__decide(const zkl__entry_t *e, int n, int me,
 }
 
 /* The header of a zklock node's data (zkl__node_data) ends at its first
- * empty line; the owner of a read-write lock's write node adds the line
- * "mode=read" to it when it downgrades. */
-int zkl__data_downgraded(const char *d, size_t len) {
+ * empty line; its owner adds status lines to it: "mode=read" when a
+ * read-write writer downgrades, "state=held" when a semaphore lease is
+ * granted after waiting. */
+int zkl__data_mark(const char *d, size_t len, const char *mark) {
   const char *end = d + len, *p, *nl;
+  size_t m = strlen(mark);
   if (len < 9 || memcmp(d, "zklock 1\n", 9) != 0)
     return 0;
   for (p = d + 9; p < end && *p != '\n'; p = nl + 1) {
     nl = memchr(p, '\n', (size_t)(end - p));
     if (!nl)
       return 0;
-    if (nl - p == 9 && memcmp(p, "mode=read", 9) == 0)
+    if ((size_t)(nl - p) == m && memcmp(p, mark, m) == 0)
       return 1;
   }
   return 0;
+}
+
+/* A semaphore's directory says "max=N": its number of leases, 1 to
+ * ZKL_LEASES_MAX; anything else is no semaphore's (0). */
+int zkl__dir_limit(const char *d, size_t len) {
+  long v = 0;
+  size_t i;
+  if (len < 5 || len > 4 + 5 || memcmp(d, "max=", 4) != 0 || d[4] == '0')
+    return 0;
+  for (i = 4; i < len; i++) {
+    if (d[i] < '0' || d[i] > '9')
+      return 0;
+    v = v * 10 + (d[i] - '0');
+  }
+  return v <= ZKL_LEASES_MAX ? (int)v : 0;
 }

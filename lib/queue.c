@@ -47,6 +47,9 @@ typedef struct {
   int64_t deadline; /* -1: none */
   uint64_t gen;     /* q->cancel_gen when we started */
   int shared;       /* join with the queue's shared marker */
+  int waited;       /* we waited for someone (a semaphore relays) */
+  int behind;       /* our last listing had contenders after us */
+  int agreed;       /* the queue's directory data matched q->dir_data */
   int nonode;
   int first; /* no look at the queue yet */
 } run_t;
@@ -87,6 +90,8 @@ void zkl__queue_fini(zkl__queue_t *q) {
   q->nignored = 0;
   free(q->id);
   q->id = NULL;
+  free(q->dir_data);
+  q->dir_data = NULL;
   free(q->dir);
   free(q->prefix);
   free(q->user_data);
@@ -151,13 +156,15 @@ static void drop_node(zkl_client_t *c, zkl__acq_t *a) {
 }
 
 /* One create of a container node on s, waited for; its ZooKeeper code. */
-static int make_dir(run_t *r, zkl__session_t *s, const char *path) {
+static int make_dir(run_t *r, zkl__session_t *s, const char *path,
+                    const char *data) {
   zkl_client_t *c = r->q->c;
   zkl__call_t cr, *ptrs[1] = {&cr};
   int rc;
   zkl__call_init(&cr, c, &r->a->cv);
   pthread_mutex_unlock(&c->mu);
-  zkl__create(&cr, s, path, NULL, -1, ZOO_CONTAINER);
+  zkl__create(&cr, s, path, data, data ? (int)strlen(data) : -1,
+              ZOO_CONTAINER);
   pthread_mutex_lock(&c->mu);
   zkl__call_wait(ptrs, 1);
   rc = cr.rc;
@@ -180,7 +187,8 @@ static int make_parents(run_t *r, zkl__session_t *s) {
     return ZKL_ENOMEM;
   len = strlen(path);
   for (;;) {
-    rc = make_dir(r, s, path);
+    /* the queue's own directory carries what its members agree on */
+    rc = make_dir(r, s, path, strlen(path) == len ? r->q->dir_data : NULL);
     if (rc == ZNONODE && strchr(path + 1, '/')) {
       *strrchr(path, '/') = '\0'; /* its parent first */
       continue;
@@ -284,11 +292,12 @@ static int recover(run_t *r, zkl__session_t *s, uint64_t epoch) {
 /* Joins the queue: create + getChildren in one round trip. On ZKL_OK our
  * node is known and *ls holds the listing (ls->rc may be an error, then the
  * caller lists again). */
-static int join(run_t *r, zkl__call_t *ls) {
+static int join(run_t *r, zkl__call_t *ls, zkl__call_t *gd) {
   zkl__queue_t *q = r->q;
   zkl_client_t *c = q->c;
   zkl__acq_t *a = r->a;
-  zkl__call_t cr, *ptrs[2] = {&cr, ls};
+  zkl__call_t cr, *ptrs[3] = {&cr, ls, gd};
+  int n = q->dir_data ? 3 : 2;
   zkl__session_t *s;
   char *path, *data = NULL;
   size_t len = 0;
@@ -314,12 +323,15 @@ static int join(run_t *r, zkl__call_t *ls) {
   epoch = c->conn_epoch;
   zkl__call_init(&cr, c, &a->cv);
   zkl__call_init(ls, c, &a->cv);
-  zkl__call_batch(ptrs, 2, &left);
+  zkl__call_init(gd, c, &a->cv);
+  zkl__call_batch(ptrs, n, &left);
   pthread_mutex_unlock(&c->mu);
+  if (n == 3) /* first: what the directory says binds a node made after */
+    zkl__get(gd, s, q->dir, 0);
   zkl__create(&cr, s, path, data, (int)len, ZOO_EPHEMERAL_SEQUENTIAL);
   zkl__children(ls, s, q->dir);
   pthread_mutex_lock(&c->mu);
-  zkl__call_wait(ptrs, 2);
+  zkl__call_wait(ptrs, n);
   free(path);
   free(data);
   rc = cr.rc;
@@ -331,6 +343,8 @@ static int join(run_t *r, zkl__call_t *ls) {
   }
   zkl__call_free(&cr);
   zkl__call_free(ls);
+  zkl__call_free(gd);
+  gd->rc = ZCONNECTIONLOSS; /* not read: agree() reads it again */
   /* The listing's names are gone, but not its code, which may be ZOK
    * (the create failed for want of memory, the listing did not): recover()
    * can still give ZKL_OK, and run() would take the empty list for a fresh
@@ -444,6 +458,76 @@ static int list(run_t *r, zkl__call_t *ls) {
   }
 }
 
+/* How many times agree() reads and writes the directory before giving up
+ * on a directory whose data keeps changing under it. */
+#define AGREE_TRIES 8
+
+/* The queue's directory must carry q->dir_data (a semaphore's number of
+ * leases): members that disagree would admit more than some of them
+ * allow. A directory without data (made by another recipe, an older
+ * version or an operator) gets ours by a conditional write. `gd` is the
+ * read of the directory sent with our join; any other code than ZOK
+ * means read it again. ZKL_OK, ZKL_EMISMATCH, RETRY, or an error. */
+static int agree(run_t *r, zkl__call_t *gd) {
+  zkl_client_t *c = r->q->c;
+  const char *want = r->q->dir_data;
+  size_t wl = strlen(want);
+  int tries, rc = ZKL_OK;
+  for (tries = 0; tries < AGREE_TRIES; tries++) {
+    zkl__session_t *s = r->a->sess;
+    zkl__call_t st, *ptrs[1];
+    uint64_t epoch = c->conn_epoch;
+    if (gd->rc == ZOK && gd->data_len > 0) {
+      if ((size_t)gd->data_len == wl && memcmp(gd->data, want, wl) == 0) {
+        r->agreed = 1;
+        return ZKL_OK;
+      }
+      zkl__post_log(c, ZKL_LOG_ERROR,
+                    "%s: its members were made with \"%.*s\", this one "
+                    "with \"%s\": refusing to join",
+                    r->q->dir, gd->data_len > 64 ? 64 : gd->data_len,
+                    gd->data, want);
+      return ZKL_EMISMATCH;
+    }
+    if (gd->rc != ZOK && gd->rc != ZNONODE && !zkl__is_conn_error(gd->rc))
+      return is_session_error(gd->rc) ? RETRY : gd->rc;
+    if (!s || r->a->session_lost)
+      return RETRY;
+    s->refs++;
+    if (gd->rc == ZOK) { /* no data yet: ours, unless someone was first */
+      zkl__call_init(&st, c, &r->a->cv);
+      ptrs[0] = &st;
+      pthread_mutex_unlock(&c->mu);
+      zkl__set(&st, s, r->q->dir, want, (int)wl, gd->stat.version);
+      pthread_mutex_lock(&c->mu);
+      zkl__call_wait(ptrs, 1);
+      rc = st.rc;
+      zkl__call_free(&st);
+      if (rc == ZOK) {
+        zkl__session_put(c, s);
+        r->agreed = 1;
+        return ZKL_OK;
+      }
+    }
+    zkl__call_free(gd);
+    zkl__call_init(gd, c, &r->a->cv);
+    ptrs[0] = gd;
+    if (rc == ZOK || rc == ZBADVERSION) {
+      pthread_mutex_unlock(&c->mu);
+      zkl__get(gd, s, r->q->dir, 0);
+      pthread_mutex_lock(&c->mu);
+      zkl__call_wait(ptrs, 1);
+    } else {
+      gd->rc = rc;
+    }
+    zkl__session_put(c, s);
+    rc = ZKL_OK;
+    if (zkl__is_conn_error(gd->rc) && (rc = reconnect(r, s, epoch)) != ZKL_OK)
+      return rc;
+  }
+  return ZKL_EPROTO;
+}
+
 /* Where we wait: the paths to watch and the rule of policy.c's plan. */
 typedef struct {
   zkl__plan_t plan;
@@ -466,6 +550,7 @@ static int position(run_t *r, const zkl__call_t *ls, waitset_t *w) {
   zkl__entry_t *e;
   unsigned char *skip;
   int n, i, idx = -1, rc = ZKL_OK;
+  r->behind = 0;
   n = zkl__contenders(ls->kids.data, ls->kids.count, &e);
   if (n < 0)
     return ZKL_ENOMEM;
@@ -483,9 +568,10 @@ static int position(run_t *r, const zkl__call_t *ls, waitset_t *w) {
   if (idx < 0) {
     rc = gone(r);
   } else {
-    zkl__decide(e, n, idx, skip, &w->plan);
+    zkl__decide(e, n, idx, skip, r->q->limit, &w->plan);
     if (!w->plan.before)
       rc = HOLD;
+    r->behind = zkl__any_after(e, n, idx, skip);
     for (i = 0; i < w->plan.nwatch; i++)
       if (!(w->paths[i] = zkl__join(r->q->prefix, e[w->plan.watch[i]].name)))
         rc = ZKL_ENOMEM;
@@ -506,7 +592,7 @@ static int read_set(run_t *r, waitset_t *w, uint64_t epoch) {
   zkl__acq_t *a = r->a;
   zkl__session_t *s = a->sess;
   zkl__call_t calls[ZKL__WATCH_MAX], *ptrs[ZKL__WATCH_MAX];
-  int i, k = 0, left, rc = ZKL_OK, hold = 0;
+  int i, k = 0, left, rc = ZKL_OK, hold = 0, relist = 0;
   for (i = 0; i < w->plan.nwatch; i++) {
     if (!(a->wflags[i] & ZKL__W_READ))
       continue;
@@ -537,9 +623,12 @@ static int read_set(run_t *r, waitset_t *w, uint64_t epoch) {
       if (rc == ZKL_OK)
         rc = RELIST;
     } else if (g->rc == ZOK) {
+      size_t len = g->data_len > 0 ? (size_t)g->data_len : 0;
       hold |= at == 0 && w->plan.downgrade_ok &&
-              zkl__data_downgraded(g->data, g->data_len > 0
-                                                ? (size_t)g->data_len : 0);
+              zkl__data_mark(g->data, len, "mode=read");
+      /* promoted before our watch was set: no event will tell us */
+      relist |= at == 0 && w->plan.relist_on_change &&
+                zkl__data_mark(g->data, len, "state=held");
     } else if (rc == ZKL_OK || rc == RELIST) {
       rc = g->rc;
     }
@@ -552,7 +641,7 @@ static int read_set(run_t *r, waitset_t *w, uint64_t epoch) {
   if (rc == ZKL_OK && hold)
     return c->conn_epoch == epoch && c->state == ZKL_CLIENT_CONNECTED ? HOLD
                                                                      : RELIST;
-  return rc;
+  return rc == ZKL_OK && relist ? RELIST : rc;
 }
 
 /* Watches the wait set and sleeps until its nodes go. Our own node gets a
@@ -566,36 +655,47 @@ static int wait_set(run_t *r, waitset_t *w, uint64_t epoch) {
   zkl__acq_t *a = r->a;
   unsigned char flags[ZKL__WATCH_MAX];
   struct timespec ts;
-  int rc, i, gone_all = 0, changed = 0;
+  int64_t until = r->deadline;
+  int rc, i, gone_all = 0, gone_any = 0, changed = 0, polled = 0;
 
   if ((rc = stopped(r)) != ZKL_OK)
     return rc;
+  r->waited = 1;
   memset(flags, ZKL__W_READ, sizeof flags);
   a->watch = w->paths;
   a->wflags = flags;
   a->nwatch = w->plan.nwatch;
   if (a->own_watch == ZKL__OWN_NONE && !(r->q->flags & ZKL__Q_NO_NODE_WATCH))
     zkl__watch_own(c, a->sess, a);
-  zkl__deadline_ts(r->deadline, &ts);
+  if (w->plan.poll && (until < 0 || until > zkl_now_ms() + ZKL__POLL_MS))
+    until = zkl_now_ms() + ZKL__POLL_MS;
+  zkl__deadline_ts(until, &ts);
   for (;;) {
     if ((rc = read_set(r, w, epoch)) != ZKL_OK)
       break;
     for (;;) {
       gone_all = 1;
-      changed = 0;
+      gone_any = changed = 0;
       for (i = 0; i < a->nwatch; i++) {
         gone_all &= (a->wflags[i] & ZKL__W_GONE) != 0;
+        gone_any |= (a->wflags[i] & ZKL__W_GONE) != 0;
         changed |= (a->wflags[i] & ZKL__W_CHANGED) != 0;
       }
-      if (gone_all || changed || a->session_lost || a->revoked ||
-          (rc = stopped(r)) != ZKL_OK)
+      if (gone_all || (gone_any && w->plan.any) || changed ||
+          a->session_lost || a->revoked || (rc = stopped(r)) != ZKL_OK)
         break;
-      if (r->deadline < 0)
+      if (until != r->deadline && zkl_now_ms() >= until) {
+        polled = 1; /* a relay may have been lost: look again */
+        break;
+      }
+      if (until < 0)
         pthread_cond_wait(&a->cv, &c->mu);
       else
         pthread_cond_timedwait(&a->cv, &c->mu, &ts);
     }
-    if (gone_all || !changed || a->session_lost || a->revoked || rc != ZKL_OK)
+    if (gone_all || (gone_any && w->plan.any) || !changed ||
+        w->plan.relist_on_change || a->session_lost || a->revoked ||
+        rc != ZKL_OK)
       break;
     for (i = 0; i < a->nwatch; i++)
       if (a->wflags[i] & ZKL__W_CHANGED)
@@ -610,10 +710,12 @@ static int wait_set(run_t *r, waitset_t *w, uint64_t epoch) {
     return gone(r);
   if (rc != ZKL_OK)
     return rc;
+  if (polled || changed)
+    return RELIST;
   /* The zero-read hand-off is only sound if nothing happened in between
    * that could have made our last listing stale: no reconnection. */
-  if (gone_all && w->plan.handoff && c->conn_epoch == epoch &&
-      c->state == ZKL_CLIENT_CONNECTED)
+  if ((gone_all || (gone_any && w->plan.any)) && w->plan.handoff &&
+      c->conn_epoch == epoch && c->state == ZKL_CLIENT_CONNECTED)
     return HOLD;
   return RELIST;
 }
@@ -692,7 +794,7 @@ static int run(run_t *r) {
    * node), not by one round trip per recovery step. */
   r->first = 1;
   for (;;) {
-    zkl__call_t ls;
+    zkl__call_t ls, gd;
     waitset_t w;
     int rc, have_list = 0, fresh = 0;
     uint64_t epoch;
@@ -702,7 +804,8 @@ static int run(run_t *r) {
       drop_node(c, a);
     epoch = c->conn_epoch;
     if (!a->path) {
-      rc = join(r, &ls);
+      zkl__call_init(&gd, c, &a->cv);
+      rc = join(r, &ls, &gd);
       if (rc == REJOIN)
         continue; /* still our first look */
       r->first = 0; /* any other pass is trouble */
@@ -711,8 +814,17 @@ static int run(run_t *r) {
       if (rc != ZKL_OK)
         return rc;
       have_list = fresh = ls.rc == ZOK;
-      if (!have_list)
+      if (r->q->dir_data && !r->agreed)
+        rc = agree(r, &gd);
+      zkl__call_free(&gd);
+      if (rc != ZKL_OK || !have_list)
         zkl__call_free(&ls);
+      if (rc == RETRY) {
+        drop_node(c, a);
+        continue;
+      }
+      if (rc != ZKL_OK)
+        return end_run(r, rc);
     }
     if (!have_list) {
       r->first = 0;
@@ -820,6 +932,52 @@ static int remove_node(zkl_client_t *c, zkl__acq_t *a, int judge) {
   return rc;
 }
 
+/* Our node's data with a status line `line` in its header, which
+ * zkl__data_mark() finds: "zklock 1\n" first, then the line. */
+static int marked_data(const zkl__queue_t *q, const char *line, char **out,
+                       size_t *len) {
+  char *d = NULL, *nd;
+  size_t l = 0, m = strlen(line);
+  int rc = zkl__node_data(q->id, q->user_data, q->user_len, &d, &l);
+  if (rc != ZKL_OK)
+    return rc;
+  if (!(nd = malloc(l + m + 1))) {
+    free(d);
+    return ZKL_ENOMEM;
+  }
+  memcpy(nd, d, 9);
+  memcpy(nd + 9, line, m);
+  nd[9 + m] = '\n';
+  memcpy(nd + 10 + m, d + 9, l - 9);
+  free(d);
+  *out = nd;
+  *len = l + m + 1;
+  return ZKL_OK;
+}
+
+/* A semaphore lease granted after waiting, or with contenders after it,
+ * marks its node "state=held": the waiter right behind it watches only
+ * it, and a grant is no event ZooKeeper would otherwise send. Not waited
+ * for: a mark lost with the connection costs that waiter one poll
+ * (ZKL__POLL_MS), nothing else. A lease granted at its first look with
+ * nobody after it writes nothing: whoever joins later lists after our
+ * create, so sees no more nodes before us than we saw, and counts us as
+ * a holder. Under c->mu, dropped while sending. */
+static void relay(zkl__queue_t *q, zkl__acq_t *a) {
+  zkl_client_t *c = q->c;
+  zkl__session_t *s = a->sess;
+  char *d;
+  size_t len;
+  if (!s || !a->path || marked_data(q, "state=held", &d, &len) != ZKL_OK)
+    return;
+  s->refs++;
+  pthread_mutex_unlock(&c->mu);
+  zkl__set_nowait(s, a->path, d, (int)len, 0);
+  pthread_mutex_lock(&c->mu);
+  zkl__session_put(c, s);
+  free(d);
+}
+
 static void acq_free(zkl_client_t *c, zkl__acq_t *a) {
   zkl__acq_unlink(c, a);
   zkl__session_put(c, a->sess);
@@ -857,6 +1015,8 @@ int zkl__queue_acquire(zkl__queue_t *q, int mode, int shared,
                              ? ZKL_STATE_HELD
                              : ZKL_STATE_AT_RISK);
     zkl__schedule_node_watch(c, a);
+    if (q->limit && (r.waited || r.behind))
+      relay(q, a);
     *out = a;
   } else {
     zkl__acq_unlink(c, a); /* no watcher may take our delete for a loss */
@@ -898,21 +1058,11 @@ int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a, int judge) {
 int zkl__queue_downgrade(zkl__queue_t *q, zkl__acq_t *a) {
   zkl_client_t *c = q->c;
   zkl__session_t *s;
-  char *d = NULL, *nd;
+  char *nd;
   size_t len = 0;
   int rc, version = 0, tries;
-  if ((rc = zkl__node_data(q->id, q->user_data, q->user_len, &d, &len)) !=
-      ZKL_OK)
+  if ((rc = marked_data(q, "mode=read", &nd, &len)) != ZKL_OK)
     return rc;
-  /* "zklock 1\n" first, then the marker line: see zkl__data_downgraded */
-  if (!(nd = malloc(len + 10))) {
-    free(d);
-    return ZKL_ENOMEM;
-  }
-  memcpy(nd, d, 9);
-  memcpy(nd + 9, "mode=read\n", 10);
-  memcpy(nd + 19, d + 9, len - 9);
-  free(d);
   pthread_mutex_lock(&c->mu);
   s = a->sess;
   rc = ZKL_ELOST;
@@ -924,7 +1074,7 @@ int zkl__queue_downgrade(zkl__queue_t *q, zkl__acq_t *a) {
     s->refs++;
     zkl__call_init(&set, c, &a->cv);
     pthread_mutex_unlock(&c->mu);
-    zkl__set(&set, s, a->path, nd, (int)len + 10, version);
+    zkl__set(&set, s, a->path, nd, (int)len, version);
     pthread_mutex_lock(&c->mu);
     zkl__call_wait(ptrs, 1);
     rc = set.rc;

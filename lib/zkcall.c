@@ -186,6 +186,19 @@ void zkl__set(zkl__call_t *call, zkl__session_t *s, const char *path,
   issued(call, zoo_aset(s->zh, path, data, len, version, on_stat, call));
 }
 
+static void on_stat_ignored(int rc, const struct Stat *stat,
+                            const void *data) {
+  (void)rc, (void)stat, (void)data;
+}
+
+void zkl__set_nowait(zkl__session_t *s, const char *path, const char *data,
+                     int len, int version) {
+  zkl_client_t *c = s->c;
+  atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
+  /* the C client copies path and data into its request at once */
+  (void)zoo_aset(s->zh, path, data, len, version, on_stat_ignored, NULL);
+}
+
 void zkl__sync(zkl__call_t *call, zkl__session_t *s, const char *path) {
   issued(call, zoo_async(s->zh, path, on_sync, call));
 }

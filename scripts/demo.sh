@@ -2,8 +2,9 @@
 # demo.sh: the whole main job on a fresh Debian machine, as root: install
 # what is missing, build zklock, start a local 3-node ZooKeeper ensemble,
 # and show (1) processes taking turns on one lock through the C library,
-# (2) zklock(1) serialising shell commands with fencing tokens, and (3) a
-# zkelect(1) fail-over when the leader is killed.
+# (2) zklock(1) serialising shell commands with fencing tokens, (3) readers
+# and a writer of a read-write lock, (4) a semaphore of two leases, and
+# (5) a zkelect(1) fail-over when the leader is killed.
 #   sudo bash scripts/demo.sh
 set -eu
 top=$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)
@@ -60,7 +61,17 @@ demo() {
   for p in $pids; do wait "$p" || rc=1; done
 
   echo
-  echo "-- 4. zkelect: three candidates for /election/scheduler; the leader is killed"
+  echo "-- 4. zklock --permits 2: five jobs, at most two at a time (/locks/encoders)"
+  pids=""
+  for i in 1 2 3 4 5; do
+    $b/tools/zklock --permits 2 encoders sh -c 'echo "$(date +%T.%3N)  job '"$i"' starts (lease $ZKLOCK_TOKEN)"
+      echo in >>"$1"; sleep 0.4; echo out >>"$1"' _ "$out/t4" &
+    pids="$pids $!"
+  done
+  for p in $pids; do wait "$p" || rc=1; done
+
+  echo
+  echo "-- 5. zkelect: three candidates for /election/scheduler; the leader is killed"
   for id in alpha beta gamma; do
     $b/tools/zkelect -t 4000 -i "$id" scheduler sh -c \
       'echo "$(date +%T.%3N)  $ZKELECT_ID is the leader (term token $ZKELECT_TOKEN)"; exec sleep 60' &
@@ -87,8 +98,10 @@ demo() {
      awk '$1 == "in" && $2 == "w" { if (r) bad = 1; w = 1 }
           $1 == "in" && $2 != "w" { if (w) bad = 1; if (++r > 1) shared = 1 }
           $1 == "out" { if ($2 == "w") w = 0; else r--; n++ }
-          END { exit !(n == 5 && shared && !bad) }' "$out/t3"; then
-    echo "demo: OK: one holder at a time, fencing tokens increasing in both lock demos, readers together and the writer alone, one new leader after the kill"
+          END { exit !(n == 5 && shared && !bad) }' "$out/t3" &&
+     awk '/in/ { if (++k > peak) peak = k } /out/ { k--; n++ }
+          END { exit !(n == 5 && peak == 2) }' "$out/t4"; then
+    echo "demo: OK: one holder at a time, fencing tokens increasing in both lock demos, readers together and the writer alone, two leases at a time, one new leader after the kill"
   else
     echo "demo: FAILED (see above)"
     rc=1

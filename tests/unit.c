@@ -110,27 +110,27 @@ static void test_decide(void) {
   zkl__plan_t p;
   CHECK_INT(zkl__contenders(names, 6, &e), ==, 6);
   CHECK_INT(e[2].kind, ==, ZKL__KIND_EXCL); /* ours: never LOWERS */
-  zkl__decide(e, 6, 0, NULL, &p);
+  zkl__decide(e, 6, 0, NULL, 0, &p);
   CHECK_INT(p.before, ==, 0);
-  zkl__decide(e, 6, 1, NULL, &p);
+  zkl__decide(e, 6, 1, NULL, 0, &p);
   CHECK_INT(p.before, ==, 0); /* two readers hold together */
-  zkl__decide(e, 6, 2, NULL, &p); /* a writer behind two readers: both */
+  zkl__decide(e, 6, 2, NULL, 0, &p); /* a writer behind two readers: both */
   CHECK_INT(p.before, ==, 2);
   CHECK_INT(p.nwatch, ==, 2);
   CHECK_INT(p.watch[0], ==, 1);
   CHECK_INT(p.watch[1], ==, 0);
   CHECK(p.handoff && !p.downgrade_ok);
-  zkl__decide(e, 6, 3, NULL, &p); /* a reader behind one writer */
+  zkl__decide(e, 6, 3, NULL, 0, &p); /* a reader behind one writer */
   CHECK_INT(p.before, ==, 1);
   CHECK_INT(p.nwatch, ==, 1);
   CHECK_INT(p.watch[0], ==, 2);
   CHECK(p.handoff && p.downgrade_ok);
-  zkl__decide(e, 6, 4, NULL, &p); /* a mutex behind a mixed group */
+  zkl__decide(e, 6, 4, NULL, 0, &p); /* a mutex behind a mixed group */
   CHECK_INT(p.before, ==, 4);
   CHECK_INT(p.nwatch, ==, 1);
   CHECK_INT(p.watch[0], ==, 3);
   CHECK(!p.handoff);
-  zkl__decide(e, 6, 5, NULL, &p); /* a reader watches the nearest writer */
+  zkl__decide(e, 6, 5, NULL, 0, &p); /* a reader watches the nearest writer */
   CHECK_INT(p.before, ==, 2);
   CHECK_INT(p.watch[0], ==, 4);
   CHECK(!p.handoff && !p.downgrade_ok);
@@ -139,14 +139,53 @@ static void test_decide(void) {
     /* behind a Curator writer nothing is proved by a deletion */
     char *cur[] = {"_c_1-__WRIT__0000000001", "_c_2-__READ__0000000002"};
     CHECK_INT(zkl__contenders(cur, 2, &e), ==, 2);
-    zkl__decide(e, 2, 1, NULL, &p);
+    zkl__decide(e, 2, 1, NULL, 0, &p);
     CHECK(p.before == 1 && !p.handoff && !p.downgrade_ok);
     free(e);
   }
-  CHECK(zkl__data_downgraded("zklock 1\nmode=read\nhost=h\n\n", 28));
-  CHECK(!zkl__data_downgraded("zklock 1\nhost=h\n\nmode=read\n", 28));
-  CHECK(!zkl__data_downgraded("mode=read\n", 10));
-  CHECK(!zkl__data_downgraded("zklock 1\nmode=read", 18)); /* no newline */
+  CHECK(zkl__data_mark("zklock 1\nmode=read\nhost=h\n\n", 28, "mode=read"));
+  CHECK(!zkl__data_mark("zklock 1\nhost=h\n\nmode=read\n", 28, "mode=read"));
+  CHECK(!zkl__data_mark("mode=read\n", 10, "mode=read"));
+  CHECK(!zkl__data_mark("zklock 1\nmode=read", 18, "mode=read")); /* no newline */
+}
+
+/* The semaphore's policy: the N lowest leases hold; the first waiter
+ * watches them all and any deletion lets it in; later ones watch their
+ * predecessor; a lock's node among them holds everyone behind it. */
+static void test_decide_lease(void) {
+  char *names[] = {
+      "0123456789abcdef0123456789abcdef-lease-0000000001",
+      "1123456789abcdef0123456789abcdef-lease-0000000002",
+      "2123456789abcdef0123456789abcdef-lease-0000000003",
+      "3123456789abcdef0123456789abcdef-lease-0000000004",
+      "4123456789abcdef0123456789abcdef-lock-0000000005",
+      "5123456789abcdef0123456789abcdef-lease-0000000006",
+  };
+  zkl__entry_t *e = NULL;
+  zkl__plan_t p;
+  CHECK_INT(zkl__contenders(names, 6, &e), ==, 6);
+  zkl__decide(e, 6, 1, NULL, 2, &p);
+  CHECK_INT(p.before, ==, 0);
+  zkl__decide(e, 6, 2, NULL, 2, &p); /* the first waiter */
+  CHECK_INT(p.before, ==, 1);
+  CHECK_INT(p.nwatch, ==, 2);
+  CHECK(p.any && p.handoff && !p.relist_on_change);
+  zkl__decide(e, 6, 3, NULL, 2, &p); /* the second: its predecessor */
+  CHECK_INT(p.before, ==, 2);
+  CHECK_INT(p.nwatch, ==, 1);
+  CHECK_INT(p.watch[0], ==, 2);
+  CHECK(!p.handoff && p.relist_on_change && p.poll);
+  zkl__decide(e, 6, 5, NULL, 4, &p); /* behind a lock: waits, whatever N */
+  CHECK(p.before >= 1);
+  CHECK_INT(p.watch[0], ==, 4);
+  zkl__decide(e, 6, 4, NULL, 2, &p); /* the lock waits for every lease */
+  CHECK_INT(p.before, ==, 4);
+  CHECK_INT(zkl__dir_limit("max=3", 5), ==, 3);
+  CHECK_INT(zkl__dir_limit("max=03", 6), ==, 0);
+  CHECK_INT(zkl__dir_limit("max=", 4), ==, 0);
+  CHECK_INT(zkl__dir_limit("max=99999", 9), ==, 0);
+  CHECK_INT(zkl__dir_limit("max=65536", 9), ==, 65536);
+  free(e);
 }
 
 static void test_serial_order(void) {
@@ -315,6 +354,7 @@ int main(void) {
   RUN(test_name_parse);
   RUN(test_may_insert_below);
   RUN(test_decide);
+  RUN(test_decide_lease);
   RUN(test_serial_order);
   RUN(test_place);
   RUN(test_names);

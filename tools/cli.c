@@ -665,7 +665,7 @@ int cli_print_queue(const zkl_contender_t *list, size_t n, const char *first,
   struct timeval tv;
   int64_t now;
   size_t i;
-  int sharing = 1; /* every entry so far is shared: the next may hold too */
+  int held = 0;
   gettimeofday(&tv, NULL);
   now = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
   for (i = 0; i < n; i++) {
@@ -674,12 +674,9 @@ int cli_print_queue(const zkl_contender_t *list, size_t n, const char *first,
     if (waited < 0)
       waited = 0; /* server and local clocks differ a little */
     /* a node nobody's session owns never holds, wherever it sorts;
-     * readers of a read-write lock at the head hold together */
-    fputs(e->owner == 0 ? "planted"
-          : i == 0 || (sharing && e->mode == ZKL_MODE_SHARED) ? first
-                                                              : rest,
-          stdout);
-    sharing &= e->mode == ZKL_MODE_SHARED;
+     * readers, or a semaphore's leases, hold together */
+    fputs(e->owner == 0 ? "planted" : e->holds ? first : rest, stdout);
+    held |= e->owner != 0 && e->holds;
     if (e->id)
       put_field("id", e->id);
     put_field("host", e->host);
@@ -689,7 +686,9 @@ int cli_print_queue(const zkl_contender_t *list, size_t n, const char *first,
     else
       printf(" owner=0x%" PRIx64, (uint64_t)e->owner);
     printf(" token=%" PRId64 " waited=%.1fs mode=%s", e->czxid, waited,
-           e->mode == ZKL_MODE_SHARED ? "shared" : "exclusive");
+           e->mode == ZKL_MODE_SHARED  ? "shared"
+           : e->mode == ZKL_MODE_LEASE ? "lease"
+                                       : "exclusive");
     put_field("node", e->node);
     if (e->data && e->data_len) {
       fputs(" data=", stdout);
@@ -700,5 +699,5 @@ int cli_print_queue(const zkl_contender_t *list, size_t n, const char *first,
     }
     putchar('\n');
   }
-  return n > 0 && list[0].owner != 0;
+  return held;
 }

@@ -12,7 +12,7 @@
 static const char usage_text[] =
     "usage: zklock [-s HOSTS] [-r ROOT] [-n | -w SECONDS] [-E CODE]\n"
     "              [-t SESSION_MS] [-k SECONDS] [-a FILE] [--acl ACL] [--kazoo]\n"
-    "              [--shared | --write]\n"
+    "              [--shared | --write | --permits N]\n"
     "              NAME COMMAND [ARG...]\n"
     "       zklock [-s HOSTS] [-r ROOT] [-a FILE] --list NAME\n"
     "\n"
@@ -36,6 +36,8 @@ static const char usage_text[] =
     "                            run together; exclusive ones wait for them\n"
     "      --write               exclusive, named as a read-write lock's\n"
     "                            writer (as Curator's; with --kazoo, kazoo's)\n"
+    "      --permits N           take one of N leases of a semaphore: up to N\n"
+    "                            holders at once (all must say the same N)\n"
     "  -l, --list                list the holders and the waiters of NAME\n"
     "  -h, --help                this text;  -V, --version\n"
     "\n"
@@ -53,23 +55,29 @@ struct opts {
   double wait_s; /* < 0: wait forever */
   long conflict, grace_ms;
   int kazoo, shared, write;
+  long permits; /* 0: a lock */
 };
 /* main()'s options before parsing; fuzz/fuzz_zklock_cli.c starts from it too. */
 #define OPTS_DEFAULT                                                           \
-  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL}, "/locks", 0, 0, -1, 1, 5000, 0, 0, 0}
+  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL}, "/locks", 0, 0, -1, 1, 5000, 0, 0, 0, 0}
 
 
-/* The lock we hold: an exclusive mutex, or a side of a read-write lock
- * (`write` or read), which the mutex of the same name excludes. */
+/* What we hold: an exclusive mutex, a side of a read-write lock (`write`
+ * or read), or a semaphore's lease; the mutex of the same name excludes
+ * the others. */
 struct lock {
   zkl_mutex_t *m;
   zkl_rwlock_t *rw;
   int write;
+  zkl_semaphore_t *sem;
+  zkl_lease_t *lease;
 };
 
 static void cancel_lock(void *l) {
   struct lock *k = l;
-  if (k->rw)
+  if (k->sem)
+    zkl_semaphore_cancel(k->sem);
+  else if (k->rw)
     zkl_rwlock_cancel(k->rw);
   else
     zkl_mutex_cancel(k->m);
@@ -77,6 +85,8 @@ static void cancel_lock(void *l) {
 
 static int verify_lock(void *l) {
   struct lock *k = l;
+  if (k->sem)
+    return zkl_lease_verify(k->lease);
   return k->rw ? zkl_rwlock_verify(k->rw) : zkl_mutex_verify(k->m);
 }
 
@@ -96,6 +106,12 @@ static void on_rw_state(zkl_rwlock_t *rw, int state, uint64_t token,
   lost(state);
 }
 
+static void on_sem_state(zkl_semaphore_t *sem, int state, uint64_t token,
+                         void *ctx) {
+  (void)sem, (void)token, (void)ctx;
+  lost(state);
+}
+
 static int parse(int argc, char **argv, struct opts *o, int *first) {
   static const struct option longs[] = {
       CLI_COMMON_LONGS,
@@ -108,6 +124,7 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
       {"kazoo", no_argument, 0, 'K'},
       {"shared", no_argument, 0, 'R'},
       {"write", no_argument, 0, 'W'},
+      {"permits", required_argument, 0, 'P'},
       {"help", no_argument, 0, 'h'},
       {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
@@ -122,6 +139,10 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     case 'K': o->kazoo = 1; break;
     case 'R': o->shared = 1; break;
     case 'W': o->write = 1; break;
+    case 'P':
+      if (cli_int(optarg, 1, ZKL_LEASES_MAX, &o->permits) != 0)
+        return cli_usage("--permits needs a number of leases from 1 to 65536");
+      break;
     case 'w':
       if (cli_seconds(optarg, &o->wait_s) != 0)
         return cli_usage("-w needs a number of seconds");
@@ -140,8 +161,10 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     }
     }
   }
-  if (o->shared && o->write)
-    return cli_usage("--shared and --write cannot be combined");
+  if (o->shared + o->write + (o->permits > 0) > 1)
+    return cli_usage("--shared, --write and --permits cannot be combined");
+  if (o->permits && o->kazoo)
+    return cli_usage("--permits has no kazoo naming");
   if (o->nonblock && o->wait_s >= 0)
     return cli_usage("-n and -w cannot be combined");
   if (optind >= argc)
@@ -173,6 +196,11 @@ static int list_queue(zkl_client_t *c, const struct opts *o,
 
 /* Acquire as the options say; returns 0 or an exit code. */
 static int unlock(struct lock *k) {
+  if (k->sem) {
+    zkl_lease_t *l = k->lease;
+    k->lease = NULL;
+    return zkl_lease_release(l);
+  }
   if (!k->rw)
     return zkl_mutex_unlock(k->m);
   return k->write ? zkl_rwlock_wrunlock(k->rw) : zkl_rwlock_rdunlock(k->rw);
@@ -182,7 +210,11 @@ static int acquire(struct lock *k, const struct opts *o) {
   int64_t until = zkl_now_ms() + (int64_t)(o->wait_s * 1000);
   int rc, sig;
   cli_set_waiting(1);
-  if (!k->rw)
+  if (k->sem)
+    rc = o->nonblock        ? zkl_semaphore_tryacquire(k->sem, &k->lease)
+         : o->wait_s >= 0   ? zkl_semaphore_timedacquire(k->sem, until, &k->lease)
+                            : zkl_semaphore_acquire(k->sem, &k->lease);
+  else if (!k->rw)
     rc = o->nonblock        ? zkl_mutex_trylock(k->m)
          : o->wait_s >= 0   ? zkl_mutex_timedlock(k->m, until)
                             : zkl_mutex_lock(k->m);
@@ -215,23 +247,31 @@ static int run_locked(zkl_client_t *c, struct lock *k, const char *name,
   char *env[5];
   uint64_t token = 0;
   int code, rc;
-  if (k->rw)
+  if (k->sem)
+    zkl_lease_token(k->lease, &token);
+  else if (k->rw)
     zkl_rwlock_token(k->rw, &token);
   else
     zkl_mutex_token(k->m, &token);
   snprintf(tok, sizeof tok, "ZKLOCK_TOKEN=%" PRIu64, token);
   snprintf(nm, sizeof nm, "ZKLOCK_NAME=%s", name);
   snprintf(mode, sizeof mode, "ZKLOCK_MODE=%s",
-           k->rw && !k->write ? "shared" : "exclusive");
+           k->sem                ? "lease"
+           : k->rw && !k->write  ? "shared"
+                                 : "exclusive");
   strcpy(node, "ZKLOCK_NODE=");
-  if (k->rw)
+  if (k->sem)
+    zkl_lease_node_path(k->lease, node + 12, sizeof node - 12);
+  else if (k->rw)
     zkl_rwlock_node_path(k->rw, node + 12, sizeof node - 12);
   else
     zkl_mutex_node_path(k->m, node + 12, sizeof node - 12);
   env[0] = tok, env[1] = nm, env[2] = node, env[3] = mode, env[4] = NULL;
   cli_test_grant_delay();
   code = cli_vouch(c, granted,
-                   k->rw ? zkl_rwlock_state(k->rw) : zkl_mutex_state(k->m),
+                   k->sem  ? zkl_lease_state(k->lease)
+                   : k->rw ? zkl_rwlock_state(k->rw)
+                           : zkl_mutex_state(k->m),
                    verify_lock, k);
   if (code == 0)
     code = cli_run(cmd, env, grace_ms);
@@ -251,8 +291,9 @@ int main(int argc, char **argv) {
   struct opts o = OPTS_DEFAULT;
   zkl_mutex_options_t mo = {0};
   zkl_rwlock_options_t ro = {0};
+  zkl_semaphore_options_t so = {0};
   zkl_client_t *c = NULL;
-  struct lock k = {NULL, NULL, 0};
+  struct lock k = {NULL, NULL, 0, NULL, NULL};
   int first = 0, code, rc;
   cli_prog = "zklock";
   cli_what = "lock";
@@ -274,14 +315,19 @@ int main(int argc, char **argv) {
     zkl_client_destroy(c);
     return code;
   }
-  mo.root = ro.root = o.root;
+  mo.root = ro.root = so.root = o.root;
   mo.state_fn = on_state;
   ro.state_fn = on_rw_state;
+  so.state_fn = on_sem_state;
   mo.flags = o.kazoo ? ZKL_MUTEX_KAZOO : 0;
   ro.flags = o.kazoo ? ZKL_RWLOCK_KAZOO : 0;
   k.write = o.write;
-  rc = o.shared || o.write ? zkl_rwlock_create(&k.rw, c, argv[first], &ro)
-                           : zkl_mutex_create(&k.m, c, argv[first], &mo);
+  if (o.permits)
+    rc = zkl_semaphore_create(&k.sem, c, argv[first], (unsigned)o.permits, &so);
+  else if (o.shared || o.write)
+    rc = zkl_rwlock_create(&k.rw, c, argv[first], &ro);
+  else
+    rc = zkl_mutex_create(&k.m, c, argv[first], &mo);
   if (rc != ZKL_OK) {
     code = cli_fail("cannot create the lock object", rc);
     zkl_client_destroy(c);
@@ -294,6 +340,9 @@ int main(int argc, char **argv) {
                       granted);
   }
   cli_set_cancel(NULL, NULL);
+  if (k.lease)
+    zkl_lease_release(k.lease);
+  zkl_semaphore_destroy(k.sem);
   zkl_rwlock_destroy(k.rw);
   zkl_mutex_destroy(k.m);
   zkl_client_destroy(c);
