@@ -10,11 +10,12 @@
 #   ZKL_FAST=1 ... only the -Werror build, no fault injection
 #   ZKL_VALGRIND=1 ... also the C tests under valgrind memcheck
 #   ZKL_FUZZ=SECONDS ... also every libFuzzer target for SECONDS each
-#   ZKL_CHAOS=SECONDS ... the fault-injection round (scripts/chaos.sh,
-#                         seed 1, on the ASan build, then the checker's
-#                         self-test and a 30 s round of the hostile
-#                         co-tenant against ZKL_ACL_CREATOR) runs SECONDS
-#                         (default 120; 0 = skip them)
+#   ZKL_CHAOS=SECONDS ... the fault-injection rounds (scripts/chaos.sh,
+#                         seed 1, on the ASan build: mutexes, read-write
+#                         locks and semaphores, a third of SECONDS each,
+#                         then the checker's self-test for each and a
+#                         30 s round of the hostile co-tenant against
+#                         ZKL_ACL_CREATOR; default 120; 0 = skip them)
 # In CI (CI=true) a skipped test counts as a failure: an integration test
 # that could not reach its ensemble proved nothing.
 set -eu
@@ -88,15 +89,17 @@ if [ "${ZKL_CHAOS:=120}" != 0 ]; then
   netns=()
   # in CI a missing partition fault must fail the run, not shrink it
   [ "${CI:-}" != true ] || netns=(--netns yes)
-  # run: every fault, the hostile co-tenant included; self-test: the
-  # checker must catch clients that skip the lock; acl: the co-tenant
-  # against clients with credentials and ZKL_ACL_CREATOR, for 30 s
+  # run: every fault, the hostile co-tenant included, one round each of
+  # mutexes, read-write locks and semaphores sharing the time; self-test:
+  # the checker must catch clients that skip the lock, for each of them;
+  # acl: the co-tenant against clients with credentials and
+  # ZKL_ACL_CREATOR, for 30 s
   for mode in run self-test acl; do
-    extra=()
-    [ "$mode" != self-test ] || extra=(--unlocked --duration 5 --faults cut)
+    extra=(--rounds 3 --recipe mutex,rw,sem --duration $(((ZKL_CHAOS + 2) / 3)))
+    [ "$mode" != self-test ] || extra=(--unlocked --duration 5 --faults cut --rounds 3 --recipe mutex,rw,sem)
     [ "$mode" != acl ] || extra=(--acl creator --faults hostile --duration 30)
     if ASAN_OPTIONS=detect_leaks=1 bash scripts/chaos.sh --build "$cb" --seed 1 \
-      --duration "$ZKL_CHAOS" "${netns[@]}" "${extra[@]}" >"build/chaos-$mode.out" 2>&1; then
+      "${netns[@]}" "${extra[@]}" >"build/chaos-$mode.out" 2>&1; then
       passed=$((passed + 1))
     else
       failed=$((failed + 1))

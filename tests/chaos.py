@@ -84,6 +84,12 @@ status is 1 if any round failed. The seed fixes the fault schedule, the
 clients' lock choices and the proxies' delays; replay a failure with the
 same --seed (thread timing still varies from run to run).
 
+--recipe picks what the clients take, one recipe per round in turn:
+mutexes; read-write locks (three reads to one write, half the writes
+downgrade and read on; a write must carry a token at least the highest
+seen, a read one at least the highest write token); semaphores of
+--leases leases (more than that inside at once is an overlap).
+
 --unlocked checks the checker: clients skip the lock, and the round must be
 reported as FAIL with overlaps and lost updates; chaos.py then exits 0 only
 if it was.
@@ -122,10 +128,12 @@ class Store:
         self.mu = threading.Lock()
         self.reset()
 
-    def reset(self):
+    def reset(self, leases=0):
         with self.mu:
+            self.leases = leases  # a semaphore's: how many may be inside
             self.value = {}
             self.max_token = {}
+            self.max_write = {}  # read-write locks: the highest write token
             self.open = {}  # lock -> {token: (pid, t_begin)}
             self.events = []  # (t, lock, op, token, pid, accepted)
             self.raw_overlaps = []  # (lock, earlier_pid, earlier_token, t_earlier, t_later)
@@ -137,6 +145,7 @@ class Store:
             self.seen = set()  # (lock, token) of every B or C
             self.acquired = {}  # (lock, token) -> when its acquire returned
             self.rogue_arm = None  # (lock, fn)
+            self.lease_keys = set()  # (lock, token) of semaphore leases
 
     def arm_pause(self, pid):
         """Stop pid (SIGSTOP) when it next reads under an accepted token: it
@@ -163,6 +172,11 @@ class Store:
             return armed
 
     def handle(self, line):
+        """B/C: a write section (read, then write back) under the lock's
+        token, accepted if no higher token was seen. R/E: a read section of
+        a read-write lock, accepted if no higher write token was seen. S/E:
+        a semaphore lease's section, never refused (leases do not exclude
+        each other), an overlap when more than `leases` are inside."""
         f = line.split()
         now = time.monotonic()
         op, lock, token, pid = f[0], int(f[1]), int(f[2]), int(f[4])
@@ -172,35 +186,57 @@ class Store:
             return "OK"
         action = None
         with self.mu:
-            top = self.max_token.get(lock, -1)
-            accepted = token >= top
+            opened = self.open.setdefault(lock, {})
+            kind = {"B": "w", "C": "w", "R": "r", "S": "s"}.get(op) or \
+                (opened[token][2] if token in opened else "r")
+            if kind == "s":
+                accepted, top = True, 0
+                op = "F" if op == "E" else op  # a lease's end: never fenced
+            elif kind == "r":
+                top = self.max_write.get(lock, -1)
+                accepted = token >= top
+            else:
+                top = self.max_token.get(lock, -1)
+                accepted = token >= top
             self.events.append((now, lock, op, token, pid, accepted))
             self.seen.add((lock, token))
-            if op == "B" and len(f) > 5:
+            if op in ("B", "R", "S") and len(f) > 5:
                 self.acquired.setdefault((lock, token), int(f[5]) / 1000.0)
-            opened = self.open.setdefault(lock, {})
             if not accepted:
                 self.rejected += 1
                 self.refused.add((lock, token))
                 opened.pop(token, None)
                 return "STALE %d" % top
-            self.max_token[lock] = token
-            if op == "B":
-                for t, (p, tb) in opened.items():
-                    if t != token:
-                        self.raw_overlaps.append((lock, p, t, tb, now))
-                opened.clear()
-                opened[token] = (pid, now)
+            if kind != "s":
+                self.max_token[lock] = max(token, self.max_token.get(lock, -1))
+            if kind == "w":
+                self.max_write[lock] = token
+            if op in ("B", "R", "S"):
+                if op == "B":
+                    others = [t for t in opened if t != token]
+                elif op == "R":
+                    others = [t for t, e in opened.items() if t != token and e[2] == "w"]
+                else:
+                    self.lease_keys.add((lock, token))
+                    inside = sorted((e[1], t) for t, e in opened.items() if t != token)
+                    others = [t for _, t in inside[:max(0, len(inside) - self.leases + 1)]]
+                for t in others:
+                    p, tb, _ = opened[t]
+                    self.raw_overlaps.append((lock, p, t, tb, now))
+                if op == "B":
+                    opened.clear()
+                opened[token] = (pid, now, kind)
                 if pid == self.pause_pid:
                     os.kill(pid, signal.SIGSTOP)
                     self.pause_pid = None
                     self.paused.set()
                 if self.rogue_arm and self.rogue_arm[0] == lock and token > 0:
                     action, self.rogue_arm = self.rogue_arm[1], None
-                reply = "OK %d" % self.value.get(lock, 0)
+                reply = "OK %d" % self.value.get(lock, 0) if op != "S" else "OK"
             else:
                 opened.pop(token, None)
-                self.value[lock] = int(f[5])
+                if op == "C":
+                    self.value[lock] = int(f[5])
                 reply = "OK"
         if action:
             action(lock, token)
@@ -240,12 +276,14 @@ class Store:
             value = dict(self.value)
             reported = set(self.lost_reports)
             refused = set(self.refused)
+            leases = set(self.lease_keys)
         fenced = unexplained = 0
         for lock, pid, token, t0, t1 in raw:
             key = (lock, token)
             if any(p == pid and a < t1 and b > t0 for p, a, b in pauses):
                 fenced += 1
-            elif key in rogue_deleted and key in reported and key in refused:
+            elif key in rogue_deleted and key in reported and (key in refused or key in leases):
+                # a lease has no token rule: its holder being told is all
                 fenced += 1
             else:
                 unexplained += 1
@@ -256,13 +294,19 @@ class Store:
                                " (its node deleted by the rogue; reported LOST: %s, refused: %s)"
                                % (key in reported, key in refused) if key in rogue_deleted else ""))
         accepted_overlaps = lost = stale_ok = writes = 0
-        last, top, count = {}, {}, {}
+        last, top, topw, count = {}, {}, {}, {}
         for _, lock, op, token, _, ok in events:
-            if not ok:
+            if not ok or op in ("S", "F"):
+                continue
+            if op in ("R", "E"):  # reads: fenced by writes only
+                if token < topw.get(lock, -1):
+                    stale_ok += 1
+                top[lock] = max(top.get(lock, -1), token)
                 continue
             if token < top.get(lock, -1):
                 stale_ok += 1
             top[lock] = max(top.get(lock, -1), token)
+            topw[lock] = max(topw.get(lock, -1), token)
             if op == "C":
                 writes += 1
                 count[lock] = count.get(lock, 0) + 1
@@ -446,8 +490,9 @@ def parse_client_line(line):
 
 # ---- one round: clients, faults, checks ----------------------------------------------
 class Round:
-    def __init__(self, opts, ens, proxies, store, rogue, seed, kinds, work):
+    def __init__(self, opts, ens, proxies, store, rogue, seed, kinds, work, recipe):
         self.o, self.ens, self.proxies, self.store = opts, ens, proxies, store
+        self.recipe = recipe
         self.rogue = rogue
         self.seed, self.kinds, self.work = seed, kinds, work
         self.rng = random.Random(seed)
@@ -476,7 +521,8 @@ class Round:
             err = open(os.path.join(self.work, "client%d.err" % i), "w")
             cmd = [exe, "-s", hosts, "-r", self.o.root, "-l", self.o.locks, "-t", self.o.threads,
                    "-p", self.store.port, "-T", self.o.session_ms, "-i", i,
-                   "-x", self.seed, "-u", self.o.think_us, "-W", self.o.wait_ms]
+                   "-x", self.seed, "-u", self.o.think_us, "-W", self.o.wait_ms,
+                   "-m", self.recipe, "-n", self.o.leases]
             cmd += ["-U"] if self.o.unlocked else []
             cmd += ["-a", CLIENT_AUTH, "-C"] if self.o.acl == "creator" else []
             self.procs.append(subprocess.Popen([str(a) for a in cmd], stdout=out, stderr=err))
@@ -629,7 +675,9 @@ class Round:
                 # went, it went by our hand or with its session; either way
                 # the hold is lost
                 self.rogue_deleted[key] = t_done
-                if res == "unsure" and verb == "delwaiter":
+                # in a read-write lock or a semaphore the tail of a queue
+                # of two may hold: the victim may not have been waiting
+                if verb == "delwaiter" and (res == "unsure" or self.recipe != "mutex"):
                     self.rogue_unsure.add(key)
                 self.hfig["recreated" if verb == "recreate" else "deleted"] += 1
                 if verb == "recreate" and r.get("create") != "ok":
@@ -753,7 +801,7 @@ class Round:
         return bad
 
     def run(self, number):
-        self.store.reset()
+        self.store.reset(self.o.leases if self.recipe == "sem" else 0)
         self.start_clients()
         t_start = time.monotonic()
         end = t_start + self.o.duration
@@ -799,13 +847,13 @@ class Round:
             bad.append("no cycles")
         faults = ",".join("%s:%d" % (k, self.faults[k]) for k in self.kinds)
         hostile = ",".join("%s:%d" % (k, v) for k, v in self.hfig.items())
-        print("chaos: seed=%d round=%d secs=%d clients=%d threads=%d locks=%d session_ms=%d acl=%s "
+        print("chaos: seed=%d round=%d recipe=%s secs=%d clients=%d threads=%d locks=%d session_ms=%d acl=%s "
               "cycles=%d written=%d faults=%s paused_in_cs=%d overlaps=%d lost_updates=%d stale_rejected=%d "
               "stale_accepted=%d fenced=%d lost_holds=%d orphans=%d hung=%d failed=%d "
               "timeouts=%d errors=%d max_wait_ms=%d hostile=%s deleted_holds_reported=%s "
               "rewritten_reported=%s deleted_waiters=%d revoked=%d stalled=%d stolen=%d "
               "rogue_left=%d rogue_errors=%d result=%s"
-              % (self.seed, number, secs, self.o.clients, self.o.threads, self.o.locks,
+              % (self.seed, number, self.recipe, secs, self.o.clients, self.o.threads, self.o.locks,
                  self.o.session_ms, self.o.acl, tot.get("cycles", 0), writes, faults, self.held_pauses, overlaps,
                  lost_updates, self.store.rejected, stale_ok, fenced, tot.get("lost", 0), orphans, hung, failed,
                  tot.get("timeouts", 0), tot.get("errors", 0), tot.get("max_wait_ms", 0), hostile,
@@ -813,7 +861,8 @@ class Round:
                  self.figures["deleted_waiters"], tot.get("revoked", 0), self.stalled, self.stolen,
                  self.rogue_left, self.rogue_errors, "FAIL(%s)" % "; ".join(bad) if bad else "PASS"), flush=True)
         if self.o.unlocked:
-            caught = overlaps > 0 and lost_updates > 0
+            # a semaphore's sections write nothing: only overlaps show
+            caught = overlaps > 0 and (lost_updates > 0 or self.recipe == "sem")
             print("chaos: checker self-test: running without the lock was %s"
                   % ("caught" if caught else "NOT caught"), flush=True)
             return caught
@@ -839,6 +888,11 @@ def main():
     ap.add_argument("--stop-bound", type=int, default=60,
                     help="seconds a client may take to exit after SIGTERM")
     ap.add_argument("--root", default="/chaos")
+    ap.add_argument("--recipe", default="mutex",
+                    help="what the clients take, one per round in turn (a comma-separated "
+                    "list): mutex; rw, read-write locks (3 reads to 1 write, half the writes "
+                    "downgrade); sem, semaphores of --leases leases")
+    ap.add_argument("--leases", type=int, default=2)
     ap.add_argument("--unlocked", action="store_true",
                     help="clients skip the lock: the checks must fail")
     ap.add_argument("--faults", default=",".join(KINDS))
@@ -849,6 +903,10 @@ def main():
                     "(another identity) must meet ZNOAUTH")
     o = ap.parse_args()
     o.builddir = os.path.abspath(o.builddir)
+    o.recipes = [r for r in o.recipe.split(",") if r]
+    for r in o.recipes:
+        if r not in ("mutex", "rw", "sem"):
+            ap.error("unknown recipe %r (known: mutex, rw, sem)" % r)
     kinds = [k for k in o.faults.split(",") if k]
     for k in kinds:
         if k not in KINDS:
@@ -877,7 +935,8 @@ def main():
                       os.path.join(work, "rogue.err"))
         log("rogue session 0x%s, straight to %s" % (rogue.session, ",".join(ens.servers())))
         while rounds < o.rounds or time.monotonic() - t0 + o.duration <= o.until:
-            r = Round(o, ens, proxies, store, rogue, seed + rounds, kinds, work)
+            r = Round(o, ens, proxies, store, rogue, seed + rounds, kinds, work,
+                      o.recipes[rounds % len(o.recipes)])
             try:
                 ok = r.run(rounds) and ok
             finally:

@@ -3,7 +3,7 @@
  *
  *   chaos_client -s HOSTS -r ROOT -l LOCKS -t THREADS -p STORE_PORT
  *                [-T SESSION_MS] [-i ID] [-x SEED] [-u THINK_US] [-W WAIT_MS] [-U]
- *                [-a SCHEME:CREDENTIAL [-C]]
+ *                [-a SCHEME:CREDENTIAL [-C]] [-m mutex|rw|sem] [-n LEASES]
  *
  * THREADS threads share one client and LOCKS mutex objects (lock names
  * "l0".."l<LOCKS-1>" under ROOT). Each thread loops until SIGTERM: pick a
@@ -34,6 +34,15 @@
  * -U skips the lock and sends token 0: the checker's own test (tests/chaos.py
  * --unlocked), which must then report overlaps and lost updates.
  *
+ * -m rw: the locks are read-write locks; a quarter of the cycles write
+ * (B, C, as above, and half of those then downgrade and read on under the
+ * write token), the others read:
+ *   "R lock token id pid acquired_ms"  -> "OK value" | "STALE max_write"
+ *   "E lock token id pid"              -> "OK"       | "STALE max_write"
+ * -m sem: the locks are semaphores of LEASES (-n) leases; each cycle takes
+ * a lease, "S lock token id pid acquired_ms" -> "OK", thinks, "E ..." ->
+ * "OK", and releases it.
+ *
  * On SIGTERM it finishes the cycles under way, destroys everything and
  * prints one line:
  *   client id=I pid=P cycles=N written=N stale=N lost=N revoked=N
@@ -62,11 +71,16 @@
 static const char *hosts, *root = "/chaos";
 static int nlocks = 3, nthreads = 4, store_port, session_ms = 6000, id;
 static int think_us = 2000, wait_ms = 120000, unlocked, acl_creator;
+static const char *mode = "mutex";
+static int leases = 2;
+static zkl_rwlock_t *rwlocks[MAX_LOCKS];
+static zkl_semaphore_t *sems[MAX_LOCKS];
 static const char *auth;
 static unsigned seed = 1;
 static zkl_client_t *client;
 static zkl_mutex_t *mutexes[MAX_LOCKS];
 static atomic_int stopping, running;
+static atomic_long fake_tokens;
 static atomic_long cycles, written, stale, lost, revoked, timeouts, errors, max_wait;
 /* The state callbacks' own store connection: they run on the client's
  * event thread, never on a worker's. */
@@ -116,12 +130,26 @@ static void report_lost(int fd, int k, uint64_t token, const char *how) {
   store_ask(fd, req, rep, sizeof rep);
 }
 
-static void on_state(zkl_mutex_t *m, int state, uint64_t token, void *ctx) {
-  (void)m;
+static void state_lost(int state, uint64_t token, void *ctx) {
   if (state != ZKL_STATE_LOST) return;
   pthread_mutex_lock(&report_mu);
   report_lost(report_fd, (int)(uintptr_t)ctx, token, "state");
   pthread_mutex_unlock(&report_mu);
+}
+
+static void on_state(zkl_mutex_t *m, int state, uint64_t token, void *ctx) {
+  (void)m;
+  state_lost(state, token, ctx);
+}
+
+static void on_rw_state(zkl_rwlock_t *rw, int state, uint64_t token, void *ctx) {
+  (void)rw;
+  state_lost(state, token, ctx);
+}
+
+static void on_sem_state(zkl_semaphore_t *sem, int state, uint64_t token, void *ctx) {
+  (void)sem;
+  state_lost(state, token, ctx);
 }
 
 static void log_line(void *ctx, int level, const char *msg) {
@@ -132,6 +160,14 @@ static void log_line(void *ctx, int level, const char *msg) {
 static void note_max(atomic_long *slot, long v) {
   long cur = atomic_load(slot);
   while (v > cur && !atomic_compare_exchange_weak(slot, &cur, v)) {
+  }
+}
+
+static void think(unsigned *rs) {
+  if (think_us > 0) {
+    long us = (long)(rand_r(rs) % (unsigned)think_us);
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
   }
 }
 
@@ -146,53 +182,119 @@ static void fenced_update(int fd, int k, uint64_t token, int64_t acquired, unsig
     atomic_fetch_add(&stale, 1);
     return;
   }
-  if (think_us > 0) {
-    long us = (long)(rand_r(rs) % (unsigned)think_us);
-    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-    nanosleep(&ts, NULL);
-  }
+  think(rs);
   snprintf(req, sizeof req, "C %d %" PRIu64 " %d %d %ld\n", k, token, id, (int)getpid(),
            value + 1);
   store_ask(fd, req, rep, sizeof rep);
   atomic_fetch_add(strncmp(rep, "OK", 2) == 0 ? &written : &stale, 1);
 }
 
-static void one_cycle(int fd, unsigned *rs) {
-  int k = (int)(rand_r(rs) % (unsigned)nlocks), rc;
-  int64_t t0 = zkl_now_ms(), acquired;
-  uint64_t token = 0;
-  if (unlocked) {
-    fenced_update(fd, k, 0, zkl_now_ms(), rs);
-    atomic_fetch_add(&cycles, 1);
-    return;
-  }
-  rc = zkl_mutex_timedlock(mutexes[k], t0 + wait_ms);
-  if (rc == ZKL_ECANCELED) return;
-  if (rc == ZKL_ETIMEDOUT) {
-    atomic_fetch_add(&timeouts, 1);
-    return;
-  }
-  if (rc == ZKL_EREVOKED) {
-    atomic_fetch_add(&revoked, 1);
-    return;
-  }
-  if (rc != ZKL_OK) {
-    fprintf(stderr, "chaos_client %d: lock: %s\n", id, zkl_err_name(rc));
+/* A read section ("R" then "E"), or a lease's ("S" then "E"). */
+static void section(int fd, char op, int k, uint64_t token, int64_t acquired, unsigned *rs) {
+  char req[160], rep[80];
+  snprintf(req, sizeof req, "%c %d %" PRIu64 " %d %d %" PRId64 "\n", op, k, token, id,
+           (int)getpid(), acquired);
+  store_ask(fd, req, rep, sizeof rep);
+  if (strncmp(rep, "OK", 2) != 0) atomic_fetch_add(&stale, 1);
+  think(rs);
+  snprintf(req, sizeof req, "E %d %" PRIu64 " %d %d\n", k, token, id, (int)getpid());
+  store_ask(fd, req, rep, sizeof rep);
+  if (strncmp(rep, "OK", 2) != 0) atomic_fetch_add(&stale, 1);
+}
+
+/* Counts an acquire's failure; 1 if the cycle goes on. */
+static int acquired_ok(int rc, const char *what) {
+  if (rc == ZKL_OK) return 1;
+  if (rc == ZKL_ETIMEDOUT) atomic_fetch_add(&timeouts, 1);
+  else if (rc == ZKL_EREVOKED) atomic_fetch_add(&revoked, 1);
+  else if (rc != ZKL_ECANCELED) {
+    fprintf(stderr, "chaos_client %d: %s: %s\n", id, what, zkl_err_name(rc));
     atomic_fetch_add(&errors, 1);
-    return;
   }
-  acquired = zkl_now_ms();
-  note_max(&max_wait, (long)(acquired - t0));
-  if (zkl_mutex_token(mutexes[k], &token) != ZKL_OK) atomic_fetch_add(&errors, 1);
-  fenced_update(fd, k, token, acquired, rs);
-  rc = zkl_mutex_unlock(mutexes[k]);
+  return 0;
+}
+
+/* Counts a release's verdict. */
+static void released(int fd, int rc, int k, uint64_t token, const char *what) {
   if (rc == ZKL_ELOST) {
     atomic_fetch_add(&lost, 1);
     report_lost(fd, k, token, "unlock");
   } else if (rc != ZKL_OK) {
-    fprintf(stderr, "chaos_client %d: unlock: %s\n", id, zkl_err_name(rc));
+    fprintf(stderr, "chaos_client %d: %s: %s\n", id, what, zkl_err_name(rc));
     atomic_fetch_add(&errors, 1);
   }
+}
+
+static void rw_cycle(int fd, int k, unsigned *rs) {
+  int64_t t0 = zkl_now_ms(), acquired;
+  int write = rand_r(rs) % 4 == 0, down = write && rand_r(rs) % 2, rc;
+  uint64_t token = 0;
+  rc = write ? zkl_rwlock_timedwrlock(rwlocks[k], t0 + wait_ms)
+             : zkl_rwlock_timedrdlock(rwlocks[k], t0 + wait_ms);
+  if (!acquired_ok(rc, write ? "wrlock" : "rdlock")) return;
+  acquired = zkl_now_ms();
+  note_max(&max_wait, (long)(acquired - t0));
+  if (zkl_rwlock_token(rwlocks[k], &token) != ZKL_OK) atomic_fetch_add(&errors, 1);
+  if (write) fenced_update(fd, k, token, acquired, rs);
+  if (down) {
+    /* the Java way: read while writing, then let the write go */
+    if (zkl_rwlock_rdlock(rwlocks[k]) != ZKL_OK) atomic_fetch_add(&errors, 1);
+    rc = zkl_rwlock_wrunlock(rwlocks[k]);
+    if (rc == ZKL_ELOST) { /* the whole hold is gone */
+      released(fd, rc, k, token, "downgrade");
+      atomic_fetch_add(&cycles, 1);
+      return;
+    }
+    released(fd, rc, k, token, "downgrade");
+  }
+  if (!write || down) section(fd, 'R', k, token, acquired, rs);
+  rc = write && !down ? zkl_rwlock_wrunlock(rwlocks[k]) : zkl_rwlock_rdunlock(rwlocks[k]);
+  released(fd, rc, k, token, "unlock");
+  atomic_fetch_add(&cycles, 1);
+}
+
+static void sem_cycle(int fd, int k, unsigned *rs) {
+  int64_t t0 = zkl_now_ms(), acquired;
+  zkl_lease_t *l = NULL;
+  uint64_t token = 0;
+  if (!acquired_ok(zkl_semaphore_timedacquire(sems[k], t0 + wait_ms, &l), "acquire")) return;
+  acquired = zkl_now_ms();
+  note_max(&max_wait, (long)(acquired - t0));
+  if (zkl_lease_token(l, &token) != ZKL_OK) atomic_fetch_add(&errors, 1);
+  section(fd, 'S', k, token, acquired, rs);
+  released(fd, zkl_lease_release(l), k, token, "release");
+  atomic_fetch_add(&cycles, 1);
+}
+
+static void one_cycle(int fd, unsigned *rs) {
+  int k = (int)(rand_r(rs) % (unsigned)nlocks);
+  int64_t t0 = zkl_now_ms(), acquired;
+  uint64_t token = 0;
+  if (unlocked) { /* the checker's own test: the same sections, no lock */
+    if (sems[0]) /* leases are told apart by token: a made-up one each */
+      section(fd, 'S', k, (uint64_t)(id + 1) << 40 | (uint64_t)atomic_fetch_add(&fake_tokens, 1),
+              zkl_now_ms(), rs);
+    else if (rwlocks[0] && rand_r(rs) % 4)
+      section(fd, 'R', k, 0, zkl_now_ms(), rs);
+    else
+      fenced_update(fd, k, 0, zkl_now_ms(), rs);
+    atomic_fetch_add(&cycles, 1);
+    return;
+  }
+  if (rwlocks[0]) {
+    rw_cycle(fd, k, rs);
+    return;
+  }
+  if (sems[0]) {
+    sem_cycle(fd, k, rs);
+    return;
+  }
+  if (!acquired_ok(zkl_mutex_timedlock(mutexes[k], t0 + wait_ms), "lock")) return;
+  acquired = zkl_now_ms();
+  note_max(&max_wait, (long)(acquired - t0));
+  if (zkl_mutex_token(mutexes[k], &token) != ZKL_OK) atomic_fetch_add(&errors, 1);
+  fenced_update(fd, k, token, acquired, rs);
+  released(fd, zkl_mutex_unlock(mutexes[k]), k, token, "unlock");
   atomic_fetch_add(&cycles, 1);
 }
 
@@ -208,13 +310,13 @@ static void *worker(void *arg) {
 static void usage(void) {
   fprintf(stderr, "usage: chaos_client -s HOSTS -r ROOT -l LOCKS -t THREADS -p STORE_PORT "
                   "[-T SESSION_MS] [-i ID] [-x SEED] [-u THINK_US] [-W WAIT_MS] [-U] "
-                  "[-a SCHEME:CREDENTIAL [-C]]\n");
+                  "[-a SCHEME:CREDENTIAL [-C]] [-m mutex|rw|sem] [-n LEASES]\n");
   exit(64);
 }
 
 static void parse(int argc, char **argv) {
   int c;
-  while ((c = getopt(argc, argv, "s:r:l:t:p:T:i:x:u:W:Ua:C")) != -1) {
+  while ((c = getopt(argc, argv, "s:r:l:t:p:T:i:x:u:W:Ua:Cm:n:")) != -1) {
     switch (c) {
       case 's': hosts = optarg; break;
       case 'r': root = optarg; break;
@@ -229,12 +331,15 @@ static void parse(int argc, char **argv) {
       case 'U': unlocked = 1; break;
       case 'a': auth = optarg; break;
       case 'C': acl_creator = 1; break;
+      case 'm': mode = optarg; break;
+      case 'n': leases = atoi(optarg); break;
       default: usage();
     }
   }
   if (!hosts || store_port <= 0 || nlocks < 1 || nlocks > MAX_LOCKS || nthreads < 1 ||
       nthreads > MAX_THREADS || think_us < 0 || wait_ms <= 0 || (acl_creator && !auth) ||
-      (auth && !strchr(auth, ':')))
+      (auth && !strchr(auth, ':')) || leases < 1 ||
+      (strcmp(mode, "mutex") && strcmp(mode, "rw") && strcmp(mode, "sem")))
     usage();
 }
 
@@ -245,7 +350,11 @@ static void wait_for_stop(sigset_t *set) {
   sigwait(set, &sig);
   atomic_store(&stopping, 1);
   while (atomic_load(&running) > 0) {
-    for (k = 0; k < nlocks; k++) zkl_mutex_cancel(mutexes[k]);
+    for (k = 0; k < nlocks; k++) {
+      if (mutexes[k]) zkl_mutex_cancel(mutexes[k]);
+      if (rwlocks[k]) zkl_rwlock_cancel(rwlocks[k]);
+      if (sems[k]) zkl_semaphore_cancel(sems[k]);
+    }
     struct timespec ts = {0, 50 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
@@ -254,14 +363,18 @@ static void wait_for_stop(sigset_t *set) {
 int main(int argc, char **argv) {
   zkl_client_options_t co = {.session_timeout_ms = 0};
   zkl_mutex_options_t mo = {.root = NULL};
+  zkl_rwlock_options_t ro = {.root = NULL};
+  zkl_semaphore_options_t so = {.root = NULL};
   pthread_t th[MAX_THREADS];
   sigset_t set;
   char name[16], scheme[32] = "";
   int k, rc, fail = 0;
 
   parse(argc, argv);
-  mo.root = root;
+  mo.root = ro.root = so.root = root;
   mo.state_fn = on_state;
+  ro.state_fn = on_rw_state;
+  so.state_fn = on_sem_state;
   co.session_timeout_ms = session_ms;
   co.connect_timeout_ms = 60000;
   if (getenv("CHAOS_CLIENT_LOG")) {
@@ -284,8 +397,14 @@ int main(int argc, char **argv) {
   if ((rc = zkl_client_create(&client, hosts, &co)) != ZKL_OK) die("client", rc);
   for (k = 0; k < nlocks; k++) {
     snprintf(name, sizeof name, "l%d", k);
-    mo.state_ctx = (void *)(uintptr_t)k;
-    if ((rc = zkl_mutex_create(&mutexes[k], client, name, &mo)) != ZKL_OK) die("mutex", rc);
+    mo.state_ctx = ro.state_ctx = so.state_ctx = (void *)(uintptr_t)k;
+    if (!strcmp(mode, "rw"))
+      rc = zkl_rwlock_create(&rwlocks[k], client, name, &ro);
+    else if (!strcmp(mode, "sem"))
+      rc = zkl_semaphore_create(&sems[k], client, name, (unsigned)leases, &so);
+    else
+      rc = zkl_mutex_create(&mutexes[k], client, name, &mo);
+    if (rc != ZKL_OK) die(mode, rc);
   }
   atomic_store(&running, nthreads);
   for (k = 0; k < nthreads; k++)
@@ -295,7 +414,10 @@ int main(int argc, char **argv) {
   wait_for_stop(&set);
   for (k = 0; k < nthreads; k++) pthread_join(th[k], NULL);
   for (k = 0; k < nlocks; k++) {
-    if ((rc = zkl_mutex_destroy(mutexes[k])) != ZKL_OK) {
+    rc = mutexes[k] ? zkl_mutex_destroy(mutexes[k])
+         : rwlocks[k] ? zkl_rwlock_destroy(rwlocks[k])
+                      : zkl_semaphore_destroy(sems[k]);
+    if (rc != ZKL_OK) {
       fprintf(stderr, "chaos_client %d: mutex destroy: %s\n", id, zkl_err_name(rc));
       fail = 1;
     }

@@ -381,16 +381,20 @@ static void cmd_victim(const char *cmd, int k, int64_t token, char mode, char *o
   snprintf(out, size, "result=%s token=%" PRId64 " path=%s", result_name(rc), token, path);
 }
 
-/* The sequence of a zklock contender's name: 10 digits after "-lock-". */
+/* The sequence of a zklock contender's name: 10 digits after the marker
+ * of a mutex, a read-write lock or a semaphore. */
 static int contender_seq(const char *name, long *seq) {
-  const char *p = strstr(name, "-lock-"), *q;
+  static const char *const markers[] = {"-lock-", "__READ__", "__WRIT__", "-lease-"};
+  size_t i, n = strlen(name);
   char *end;
-  if (!p) return 0;
-  while ((q = strstr(p + 1, "-lock-"))) p = q;
-  p += 6;
-  if (strlen(p) != 10 || *p < '0' || *p > '9') return 0;
-  *seq = strtol(p, &end, 10);
-  return *end == '\0';
+  for (i = 0; i < sizeof markers / sizeof markers[0]; i++) {
+    size_t m = strlen(markers[i]);
+    const char *p = name + n - 10;
+    if (n < m + 10 || memcmp(p - m, markers[i], m) != 0 || *p < '0' || *p > '9') continue;
+    *seq = strtol(p, &end, 10);
+    return *end == '\0';
+  }
+  return 0;
 }
 
 static void cmd_delwaiter(int k, char *out, size_t size) {
