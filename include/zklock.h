@@ -705,7 +705,9 @@ ZKL_EXTERN int zkl_semaphore_create(zkl_semaphore_t **out,
  * Take one lease: blocking, trying (ZKL_EBUSY when all N are held or
  * waited for), or until deadline_ms (ZKL_ETIMEDOUT). *lease is set on
  * ZKL_OK; release it with zkl_lease_release(). An uncontended acquire is
- * one round trip (a read of the directory, the create and the listing).
+ * one round trip: the create and the listing, and on an object's first
+ * acquire (or once the directory was made anew: the listing tells) a read
+ * of the directory's max=N in the same round trip.
  * Other codes: ZKL_EMISMATCH (see above), ZKL_ECANCELED, ZKL_ECLOSED,
  * ZKL_EREVOKED, ZKL_EAUTH, ZKL_EFORKED, ZKL_EINVAL, a ZooKeeper code. On
  * any error no node of ours is left.

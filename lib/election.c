@@ -60,13 +60,11 @@ int zkl_election_create(zkl_election_t **out, zkl_client_t *c,
   if (!out)
     return ZKL_EINVAL;
   *out = NULL;
-  if (!c || !zkl__handle_live(c) || !zkl__valid_name(name) ||
-      !zkl__valid_root(root) || !valid_id(id))
-    return ZKL_EINVAL;
-  if (zkl__forked(c->fork_gen))
-    return ZKL_EFORKED;
-  if (o && (o->data_len > ZKL_DATA_MAX || (o->data_len && !o->data) ||
-            (o->flags & ~(unsigned)ZKL_ELECTION_LOSE_ON_DISCONNECT)))
+  rc = zkl__recipe_args(c, name, root, o ? o->data : NULL, o ? o->data_len : 0,
+                        o ? o->flags : 0, ZKL_ELECTION_LOSE_ON_DISCONNECT);
+  if (rc != ZKL_OK)
+    return rc;
+  if (!valid_id(id))
     return ZKL_EINVAL;
   if (o && (o->flags & ZKL_ELECTION_LOSE_ON_DISCONNECT))
     flags |= ZKL__Q_LOSE_ON_DISCONNECT;

@@ -151,6 +151,7 @@ struct zkl__queue {
   const char *marker_shared; /* "__READ__": shared nodes, or NULL */
   int limit;          /* a semaphore's leases (marker "-lease-"), or 0 */
   char *dir_data;     /* what <dir>'s data must say ("max=N"), or NULL */
+  int64_t dir_czxid;  /* the <dir> found to say it, or 0 (under c->mu) */
   char *id;           /* election candidate id, or NULL */
   void *user_data;    /* caller data stored in each node */
   size_t user_len;
@@ -311,7 +312,7 @@ typedef struct zkl__call {
   int done;
   int rc;
   char *path;               /* create: created path */
-  struct Stat stat;         /* create2, exists, get */
+  struct Stat stat;         /* create2, exists, get; getChildren: parent's */
   struct String_vector kids; /* getChildren (deep copy) */
   char *data;               /* get */
   int data_len;
@@ -378,6 +379,18 @@ ZKL__HIDDEN int zkl__queue_init(zkl__queue_t *q, zkl_client_t *c,
                                 const char *root, const char *name,
                                 const char *marker, const char *id,
                                 const void *data, size_t len, unsigned flags);
+/* The checks every recipe's create makes: a live client not inherited
+ * across fork(), a valid name and root, data within ZKL_DATA_MAX, no flag
+ * outside `allowed`. ZKL_OK, ZKL_EINVAL or ZKL_EFORKED. */
+ZKL__HIDDEN int zkl__recipe_args(zkl_client_t *c, const char *name,
+                                 const char *root, const void *data,
+                                 size_t len, unsigned flags,
+                                 unsigned allowed);
+/* A recipe's per-thread holds, linked by hnext (under c->mu): the hold of
+ * thread tid, whether a thread other than tid holds, and removal. */
+ZKL__HIDDEN zkl__acq_t *zkl__hold_find(zkl__acq_t *list, uint64_t tid);
+ZKL__HIDDEN int zkl__hold_others(const zkl__acq_t *list, uint64_t tid);
+ZKL__HIDDEN void zkl__hold_unlink(zkl__acq_t **list, zkl__acq_t *a);
 /* Registers/unregisters a recipe object on its client (create/destroy). */
 ZKL__HIDDEN int zkl__queue_attach(zkl__queue_t *q, void *handle);
 ZKL__HIDDEN void zkl__queue_detach(zkl__queue_t *q);

@@ -37,14 +37,11 @@ int zkl_mutex_create(zkl_mutex_t **out, zkl_client_t *c, const char *name,
   if (!out)
     return ZKL_EINVAL;
   *out = NULL;
-  if (!c || !zkl__handle_live(c) || !zkl__valid_name(name) ||
-      !zkl__valid_root(root))
-    return ZKL_EINVAL;
-  if (zkl__forked(c->fork_gen))
-    return ZKL_EFORKED;
-  if (o && (o->data_len > ZKL_DATA_MAX || (o->data_len && !o->data) ||
-            (o->flags & ~(unsigned)(ZKL_MUTEX_NO_NODE_WATCH | ZKL_MUTEX_KAZOO))))
-    return ZKL_EINVAL;
+  rc = zkl__recipe_args(c, name, root, o ? o->data : NULL, o ? o->data_len : 0,
+                        o ? o->flags : 0,
+                        ZKL_MUTEX_NO_NODE_WATCH | ZKL_MUTEX_KAZOO);
+  if (rc != ZKL_OK)
+    return rc;
   m = calloc(1, sizeof *m);
   if (!m)
     return ZKL_ENOMEM;
@@ -83,15 +80,6 @@ static int usable(const zkl_mutex_t *m, const void *out) {
   return zkl__forked(m->fork_gen) ? ZKL_EFORKED : ZKL_OK;
 }
 
-/* Under c->mu: the calling thread's hold, if any. */
-static zkl__acq_t *find_hold(const zkl_mutex_t *m, uint64_t me) {
-  zkl__acq_t *a;
-  for (a = m->holds; a; a = a->hnext)
-    if (a->tid == me)
-      return a;
-  return NULL;
-}
-
 /* The calling thread's hold, without a lock when it owns the fast slot. */
 static zkl__acq_t *my_hold(const zkl_mutex_t *m) {
   uint64_t me = zkl__self_tid();
@@ -99,7 +87,7 @@ static zkl__acq_t *my_hold(const zkl_mutex_t *m) {
   if (atomic_load_explicit(&m->owner_tid, memory_order_relaxed) == me)
     return m->owner_acq;
   pthread_mutex_lock(&m->c->mu);
-  a = find_hold(m, me);
+  a = zkl__hold_find(m->holds, me);
   pthread_mutex_unlock(&m->c->mu);
   return a;
 }
@@ -128,7 +116,7 @@ __attribute__((noinline)) static int acquire_slow(zkl_mutex_t *m, int mode,
   if (mode == ZKL__BLOCK && zkl__held_elsewhere(&m->q, me))
     return ZKL_EDEADLK;
   pthread_mutex_lock(&c->mu);
-  a = find_hold(m, me);
+  a = zkl__hold_find(m->holds, me);
   rc = a ? reenter(a) : c->stopping ? ZKL_ECLOSED : ZKL_OK;
   if (!a && rc == ZKL_OK)
     m->q.users++;
@@ -178,18 +166,13 @@ int zkl_mutex_timedlock(zkl_mutex_t *m, int64_t deadline_ms) {
 /* Final release of hold a (depth reaching 0, or a lost hold); judge as in
  * zkl__queue_release: only an unlock reports on the hold it ends. */
 static int release(zkl_mutex_t *m, zkl__acq_t *a, int judge) {
-  zkl__acq_t **pp;
   uint64_t me = a->tid;
   if (atomic_load_explicit(&m->owner_tid, memory_order_relaxed) == me) {
     m->owner_acq = NULL;
     atomic_store_explicit(&m->owner_tid, 0, memory_order_release);
   }
   pthread_mutex_lock(&m->c->mu);
-  for (pp = &m->holds; *pp; pp = &(*pp)->hnext)
-    if (*pp == a) {
-      *pp = a->hnext;
-      break;
-    }
+  zkl__hold_unlink(&m->holds, a);
   pthread_mutex_unlock(&m->c->mu);
   zkl__held_remove(&m->q, me);
   return zkl__queue_release(&m->q, a, judge);
@@ -226,8 +209,8 @@ int zkl_mutex_cancel(zkl_mutex_t *m) {
 
 int zkl_mutex_destroy(zkl_mutex_t *m) {
   zkl_client_t *c;
-  zkl__acq_t *mine, *a;
-  int busy = 0;
+  zkl__acq_t *mine;
+  int busy;
   uint64_t me = zkl__self_tid();
   if (!m)
     return ZKL_OK;
@@ -237,10 +220,8 @@ int zkl_mutex_destroy(zkl_mutex_t *m) {
     return ZKL_EFORKED; /* its lock may be held by a thread of the parent */
   c = m->c;
   pthread_mutex_lock(&c->mu);
-  for (a = m->holds; a; a = a->hnext)
-    busy |= a->tid != me;
-  busy |= m->q.users > 0;
-  mine = find_hold(m, me);
+  busy = zkl__hold_others(m->holds, me) || m->q.users > 0;
+  mine = zkl__hold_find(m->holds, me);
   pthread_mutex_unlock(&c->mu);
   if (busy)
     return ZKL_EBUSY;

@@ -81,6 +81,41 @@ int zkl__queue_init(zkl__queue_t *q, zkl_client_t *c, const char *root,
   return ZKL_OK;
 }
 
+int zkl__recipe_args(zkl_client_t *c, const char *name, const char *root,
+                     const void *data, size_t len, unsigned flags,
+                     unsigned allowed) {
+  if (!c || !zkl__handle_live(c) || !zkl__valid_name(name) ||
+      !zkl__valid_root(root))
+    return ZKL_EINVAL;
+  if (zkl__forked(c->fork_gen))
+    return ZKL_EFORKED;
+  if (len > ZKL_DATA_MAX || (len && !data) || (flags & ~allowed))
+    return ZKL_EINVAL;
+  return ZKL_OK;
+}
+
+zkl__acq_t *zkl__hold_find(zkl__acq_t *list, uint64_t tid) {
+  for (; list; list = list->hnext)
+    if (list->tid == tid)
+      return list;
+  return NULL;
+}
+
+int zkl__hold_others(const zkl__acq_t *list, uint64_t tid) {
+  for (; list; list = list->hnext)
+    if (list->tid != tid)
+      return 1;
+  return 0;
+}
+
+void zkl__hold_unlink(zkl__acq_t **list, zkl__acq_t *a) {
+  for (; *list; list = &(*list)->hnext)
+    if (*list == a) {
+      *list = a->hnext;
+      return;
+    }
+}
+
 void zkl__queue_fini(zkl__queue_t *q) {
   int i;
   for (i = 0; i < q->nignored; i++)
@@ -297,7 +332,8 @@ static int join(run_t *r, zkl__call_t *ls, zkl__call_t *gd) {
   zkl_client_t *c = q->c;
   zkl__acq_t *a = r->a;
   zkl__call_t cr, *ptrs[3] = {&cr, ls, gd};
-  int n = q->dir_data ? 3 : 2;
+  /* the directory is read once per incarnation: a listing tells which */
+  int n = q->dir_data && !q->dir_czxid ? 3 : 2;
   zkl__session_t *s;
   char *path, *data = NULL;
   size_t len = 0;
@@ -814,8 +850,17 @@ static int run(run_t *r) {
       if (rc != ZKL_OK)
         return rc;
       have_list = fresh = ls.rc == ZOK;
-      if (r->q->dir_data && !r->agreed)
-        rc = agree(r, &gd);
+      if (r->q->dir_data && !r->agreed) {
+        if (have_list && ls.stat.czxid == r->q->dir_czxid) {
+          r->agreed = 1;
+        } else {
+          /* read before our create: maybe of an earlier incarnation */
+          if (have_list && gd.rc == ZOK && gd.stat.czxid != ls.stat.czxid)
+            gd.rc = ZCONNECTIONLOSS;
+          if ((rc = agree(r, &gd)) == ZKL_OK)
+            r->q->dir_czxid = gd.stat.czxid;
+        }
+      }
       zkl__call_free(&gd);
       if (rc != ZKL_OK || !have_list)
         zkl__call_free(&ls);

@@ -37,15 +37,11 @@ int zkl_rwlock_create(zkl_rwlock_t **out, zkl_client_t *c, const char *name,
   if (!out)
     return ZKL_EINVAL;
   *out = NULL;
-  if (!c || !zkl__handle_live(c) || !zkl__valid_name(name) ||
-      !zkl__valid_root(root))
-    return ZKL_EINVAL;
-  if (zkl__forked(c->fork_gen))
-    return ZKL_EFORKED;
-  if (o && (o->data_len > ZKL_DATA_MAX || (o->data_len && !o->data) ||
-            (o->flags &
-             ~(unsigned)(ZKL_RWLOCK_NO_NODE_WATCH | ZKL_RWLOCK_KAZOO))))
-    return ZKL_EINVAL;
+  rc = zkl__recipe_args(c, name, root, o ? o->data : NULL, o ? o->data_len : 0,
+                        o ? o->flags : 0,
+                        ZKL_RWLOCK_NO_NODE_WATCH | ZKL_RWLOCK_KAZOO);
+  if (rc != ZKL_OK)
+    return rc;
   rw = calloc(1, sizeof *rw);
   if (!rw)
     return ZKL_ENOMEM;
@@ -81,19 +77,10 @@ static int usable(const zkl_rwlock_t *rw, const void *out) {
   return zkl__forked(rw->fork_gen) ? ZKL_EFORKED : ZKL_OK;
 }
 
-/* Under c->mu: the calling thread's hold, if any. */
-static zkl__acq_t *find_hold(const zkl_rwlock_t *rw, uint64_t me) {
-  zkl__acq_t *a;
-  for (a = rw->holds; a; a = a->hnext)
-    if (a->tid == me)
-      return a;
-  return NULL;
-}
-
 static zkl__acq_t *my_hold(const zkl_rwlock_t *rw) {
   zkl__acq_t *a;
   pthread_mutex_lock(&rw->c->mu);
-  a = find_hold(rw, zkl__self_tid());
+  a = zkl__hold_find(rw->holds, zkl__self_tid());
   pthread_mutex_unlock(&rw->c->mu);
   return a;
 }
@@ -125,7 +112,7 @@ static int acquire(zkl_rwlock_t *rw, int write, int mode, int64_t deadline) {
   c = rw->c;
   me = zkl__self_tid();
   pthread_mutex_lock(&c->mu);
-  a = find_hold(rw, me);
+  a = zkl__hold_find(rw->holds, me);
   rc = a ? reenter(a, write) : c->stopping ? ZKL_ECLOSED : ZKL_OK;
   if (!a && rc == ZKL_OK)
     rw->q.users++;
@@ -178,14 +165,9 @@ int zkl_rwlock_timedwrlock(zkl_rwlock_t *rw, int64_t deadline_ms) {
 
 /* Final release of hold a, both modes; judge as in zkl__queue_release. */
 static int release(zkl_rwlock_t *rw, zkl__acq_t *a, int judge) {
-  zkl__acq_t **pp;
   uint64_t me = a->tid;
   pthread_mutex_lock(&rw->c->mu);
-  for (pp = &rw->holds; *pp; pp = &(*pp)->hnext)
-    if (*pp == a) {
-      *pp = a->hnext;
-      break;
-    }
+  zkl__hold_unlink(&rw->holds, a);
   pthread_mutex_unlock(&rw->c->mu);
   zkl__held_remove(&rw->q, me);
   return zkl__queue_release(&rw->q, a, judge);
@@ -303,8 +285,8 @@ int zkl_rwlock_node_path(const zkl_rwlock_t *rw, char *buf, size_t size) {
 
 int zkl_rwlock_destroy(zkl_rwlock_t *rw) {
   zkl_client_t *c;
-  zkl__acq_t *mine, *a;
-  int busy = 0;
+  zkl__acq_t *mine;
+  int busy;
   uint64_t me = zkl__self_tid();
   if (!rw)
     return ZKL_OK;
@@ -314,10 +296,8 @@ int zkl_rwlock_destroy(zkl_rwlock_t *rw) {
     return ZKL_EFORKED;
   c = rw->c;
   pthread_mutex_lock(&c->mu);
-  for (a = rw->holds; a; a = a->hnext)
-    busy |= a->tid != me;
-  busy |= rw->q.users > 0;
-  mine = find_hold(rw, me);
+  busy = zkl__hold_others(rw->holds, me) || rw->q.users > 0;
+  mine = zkl__hold_find(rw->holds, me);
   pthread_mutex_unlock(&c->mu);
   if (busy)
     return ZKL_EBUSY;

@@ -43,13 +43,11 @@ int zkl_semaphore_create(zkl_semaphore_t **out, zkl_client_t *c,
   if (!out)
     return ZKL_EINVAL;
   *out = NULL;
-  if (!c || !zkl__handle_live(c) || !zkl__valid_name(name) ||
-      !zkl__valid_root(root) || leases < 1 || leases > ZKL_LEASES_MAX)
-    return ZKL_EINVAL;
-  if (zkl__forked(c->fork_gen))
-    return ZKL_EFORKED;
-  if (o && (o->data_len > ZKL_DATA_MAX || (o->data_len && !o->data) ||
-            o->flags))
+  rc = zkl__recipe_args(c, name, root, o ? o->data : NULL, o ? o->data_len : 0,
+                        o ? o->flags : 0, 0);
+  if (rc != ZKL_OK)
+    return rc;
+  if (leases < 1 || leases > ZKL_LEASES_MAX)
     return ZKL_EINVAL;
   sem = calloc(1, sizeof *sem);
   if (!sem)

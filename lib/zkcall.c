@@ -84,10 +84,12 @@ static void on_create(int rc, const char *value, const struct Stat *stat,
 }
 
 static void on_children(int rc, const struct String_vector *v,
-                        const void *data) {
+                        const struct Stat *stat, const void *data) {
   zkl__call_t *call = (zkl__call_t *)data;
   zkl_client_t *c = call->c;
   pthread_mutex_lock(&c->mu);
+  if (rc == ZOK && stat)
+    call->stat = *stat; /* the parent's: which incarnation we listed */
   if (rc == ZOK && v && v->count > 0) {
     int i;
     call->kids.data = calloc((size_t)v->count, sizeof(char *));
@@ -160,7 +162,7 @@ void zkl__create(zkl__call_t *call, zkl__session_t *s, const char *path,
 }
 
 void zkl__children(zkl__call_t *call, zkl__session_t *s, const char *path) {
-  issued(call, zoo_aget_children(s->zh, path, 0, on_children, call));
+  issued(call, zoo_aget_children2(s->zh, path, 0, on_children, call));
 }
 
 void zkl__get(zkl__call_t *call, zkl__session_t *s, const char *path,
