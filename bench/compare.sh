@@ -2,8 +2,13 @@
 # compare.sh: zklock beside the peers (Apache Curator, kazoo) in one run, on
 # one freshly started 3-node ensemble, plus the ensemble's write ceiling.
 #
-#   bash bench/compare.sh [-r REPS] [-i IMPLS] [-- BENCH FLAGS...]
+#   bash bench/compare.sh [-r REPS] [-i IMPLS] [-f] [-- BENCH FLAGS...]
 #   e.g. bash bench/compare.sh -r 3 -- -C 8 -T 16
+#   bash bench/compare.sh -f -r 3     # the lock family: read-heavy and
+#        semaphore (default flags -w read-heavy,semaphore -C 9 -M 2000), with
+#        Curator's and kazoo's read-write locks and semaphores driven by
+#        bench/peers/ (impls curator-family, kazoo-family; their lines say
+#        "curator" and "kazoo")
 #
 # Needs ../shared/bench (the peers' harness) beside the project. Installs the
 # peers' Debian packages if missing (root), builds zklock-bench in
@@ -15,13 +20,14 @@ set -eu
 top=$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)
 peers=$(CDPATH='' cd -- "$top/../shared/bench" 2>/dev/null && pwd) ||
   { echo "compare.sh: ../shared/bench not found" >&2; exit 1; }
-reps=3 impls=curator,kazoo,zklock
+reps=3 impls= family=0
 while [ $# -gt 0 ]; do
   case $1 in
     -r) reps=$2; shift 2 ;;
     -i) impls=$2; shift 2 ;;
+    -f) family=1; shift ;;
     --) shift; break ;;
-    *) echo "usage: $0 [-r REPS] [-i IMPLS] [-- BENCH FLAGS]" >&2; exit 2 ;;
+    *) echo "usage: $0 [-r REPS] [-i IMPLS] [-f] [-- BENCH FLAGS]" >&2; exit 2 ;;
   esac
 done
 
@@ -49,7 +55,20 @@ if ! "$peers/zk-ensemble.sh" status >/dev/null 2>&1; then
 fi
 connect=$("$peers/zk-ensemble.sh" connect)
 export ZKB_EXTRA_IMPLS="zklock=$top/build/bench/bench/zklock-bench"
-"$peers/run-peers.sh" -n 3 -r "$reps" -i "$impls" -- "$@"
+if [ "$family" = 1 ]; then
+  # shellcheck source=/dev/null
+  . "$peers/curator/classpath.sh"
+  "$peers/curator/build.sh" >&2
+  mkdir -p "$top/build/bench/peers"
+  javac -nowarn -d "$top/build/bench/peers" -cp "$peers/curator/classes:$CURATOR_CP" \
+    "$top/bench/peers/CuratorFamily.java"
+  ZKB_EXTRA_IMPLS="$ZKB_EXTRA_IMPLS;curator-family=java -Xmx512m -cp $top/build/bench/peers:$peers/curator/classes:$CURATOR_CP CuratorFamily"
+  ZKB_EXTRA_IMPLS="$ZKB_EXTRA_IMPLS;kazoo-family=/usr/bin/python3 $top/bench/peers/kazoo_family.py"
+  export ZKB_WARMUP_FLAGS="-w read-heavy,semaphore -C 9 -M 300"
+  [ $# -gt 0 ] || set -- -w read-heavy,semaphore -C 9 -M 2000
+  : "${impls:=curator-family,kazoo-family,zklock}"
+fi
+"$peers/run-peers.sh" -n 3 -r "$reps" -i "${impls:-curator,kazoo,zklock}" -- "$@"
 echo
 echo "write ceiling of the same ensemble (pipelined create+delete pairs, 3 runs):"
 for i in 1 2 3; do "$ceiling" --connect "$connect" -M 3000 -W 64 --label "ceiling,run=$i"; done

@@ -26,6 +26,7 @@
 
 static const char *connect_str, *root = "/zkbench", *label = "";
 static int N = 2000, warmup = 100, C = 4, T = 4, M = 1000, K = 100000;
+static int leases = 2; /* the semaphore workload's */
 static int session_ms = 60000;
 static char base[256];
 
@@ -284,6 +285,7 @@ static void uncontended(zkl_client_t *c) {
 
 static struct {
   atomic_int tickets, inside, violations, ready;
+  atomic_int readers, writers, peak; /* read-heavy and semaphore */
   long counter; /* protected only by the distributed lock */
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -292,6 +294,9 @@ static struct {
 
 typedef struct {
   zkl_mutex_t *m;
+  zkl_rwlock_t *rw;     /* read-heavy: a reader, or a writer (`write`) */
+  int write;
+  zkl_semaphore_t *sem; /* semaphore */
   long long *samples;
   long n;
   int hold_cycle; /* many-locks: time the whole cycle, not the wait */
@@ -306,10 +311,55 @@ static void wait_go(void) {
   pthread_mutex_unlock(&sh.mu);
 }
 
+static void note_peak(int now) {
+  int peak = atomic_load(&sh.peak);
+  while (now > peak && !atomic_compare_exchange_weak(&sh.peak, &peak, now))
+    ;
+}
+
+/* One cycle of a read-write lock's reader or writer, or of a semaphore's
+ * lease holder: the wait is the sample; the section checks exclusion. */
+static void family_cycle(worker_t *w) {
+  zkl_lease_t *l = NULL;
+  int64_t a = now_ns();
+  int n;
+  if (w->sem)
+    check(zkl_semaphore_acquire(w->sem, &l), "acquire");
+  else
+    check(w->write ? zkl_rwlock_wrlock(w->rw) : zkl_rwlock_rdlock(w->rw),
+          "lock");
+  w->samples[w->n++] = now_ns() - a;
+  if (w->sem) {
+    note_peak(n = atomic_fetch_add(&sh.readers, 1) + 1);
+    if (n > leases)
+      atomic_fetch_add(&sh.violations, 1);
+    atomic_fetch_sub(&sh.readers, 1);
+    check(zkl_lease_release(l), "release");
+    return;
+  }
+  if (w->write) {
+    if (atomic_fetch_add(&sh.writers, 1) != 0 || atomic_load(&sh.readers))
+      atomic_fetch_add(&sh.violations, 1);
+    sh.counter++;
+    atomic_fetch_sub(&sh.writers, 1);
+  } else {
+    note_peak(atomic_fetch_add(&sh.readers, 1) + 1);
+    if (atomic_load(&sh.writers))
+      atomic_fetch_add(&sh.violations, 1);
+    atomic_fetch_sub(&sh.readers, 1);
+  }
+  check(w->write ? zkl_rwlock_wrunlock(w->rw) : zkl_rwlock_rdunlock(w->rw),
+        "unlock");
+}
+
 static void *worker(void *arg) {
   worker_t *w = arg;
   wait_go();
   while (atomic_fetch_add(&sh.tickets, 1) < M) {
+    if (w->rw || w->sem) {
+      family_cycle(w);
+      continue;
+    }
     int64_t a = now_ns();
     check(zkl_mutex_lock(w->m), "lock");
     if (!w->hold_cycle) {
@@ -394,6 +444,61 @@ static void contended(void) {
   end();
   for (i = 0; i < C; i++) {
     zkl_mutex_destroy(w[i].m);
+    zkl_client_destroy(cl[i]);
+  }
+  free(all), free(w), free(cl);
+}
+
+/* C clients, each with its own session, on one read-write lock: one in
+ * nine writes (-C 9: 8 readers and 1 writer), the others read; or on one
+ * semaphore of `leases` leases. M cycles in all; the samples are the
+ * waits. */
+static void family(const char *workload, int sem) {
+  zkl_client_t **cl = calloc((size_t)C, sizeof *cl);
+  worker_t *w = calloc((size_t)C, sizeof *w);
+  zkl_rwlock_options_t ro = {0};
+  zkl_semaphore_options_t so = {0};
+  long long *all;
+  counters_t ctr;
+  long total, writes = 0;
+  int64_t el;
+  int i;
+  ro.root = so.root = base;
+  for (i = 0; i < C; i++) {
+    cl[i] = new_client();
+    if (sem)
+      check(zkl_semaphore_create(&w[i].sem, cl[i], workload, (unsigned)leases,
+                                 &so), "semaphore");
+    else
+      check(zkl_rwlock_create(&w[i].rw, cl[i], workload, &ro), "rwlock");
+    w[i].write = !sem && i % 9 == 0;
+    w[i].samples = calloc((size_t)M, sizeof(long long));
+  }
+  sh.counter = 0;
+  atomic_store(&sh.violations, 0);
+  atomic_store(&sh.peak, 0);
+  el = run_workers(w, C, &ctr);
+  for (i = 0; i < C; i++)
+    writes += w[i].write ? w[i].n : 0;
+  all = gather(w, C, &total);
+  begin(workload);
+  timed(total, el, all, total);
+  ctr_end(&ctr, M);
+  key_int("clients", C);
+  if (sem) {
+    key_int("leases", leases);
+    key_int("peak_inside", atomic_load(&sh.peak));
+  } else {
+    key_int("writers", (C + 8) / 9);
+    key_int("writes", writes);
+    key_int("peak_readers", atomic_load(&sh.peak));
+    key_bool("counter_ok", sh.counter == writes);
+  }
+  key_int("violations", atomic_load(&sh.violations));
+  end();
+  for (i = 0; i < C; i++) {
+    zkl_rwlock_destroy(w[i].rw);
+    zkl_semaphore_destroy(w[i].sem);
     zkl_client_destroy(cl[i]);
   }
   free(all), free(w), free(cl);
@@ -667,6 +772,7 @@ int main(int argc, char **argv) {
       {"session-timeout-ms", required_argument, 0, 's'},
       {"root", required_argument, 0, 'r'},
       {"label", required_argument, 0, 'l'},
+      {"leases", required_argument, 0, 'L'},
       {0, 0, 0, 0}};
   const char *workloads = "uncontended,contended,many-locks,reentrant";
   char wl[256], *save = NULL, *w;
@@ -685,16 +791,18 @@ int main(int argc, char **argv) {
     case 's': session_ms = num(optarg); break;
     case 'r': root = optarg; break;
     case 'l': label = optarg; break;
+    case 'L': leases = num(optarg); break;
     default:
       fprintf(stderr, "usage: zklock-bench [--connect HOSTS] [-w LIST] [-N n] "
                       "[--warmup n] [-C n] [-T n] [-M n] [-K n] "
-                      "[--session-timeout-ms ms] [--root PATH] [--label L]\n");
+                      "[--session-timeout-ms ms] [--root PATH] [--label L] "
+                      "[--leases n]\n");
       return 2;
     }
   }
   if (!connect_str)
     connect_str = default_connect();
-  if (N < 1 || C < 1 || T < 1 || M < 1 || K < 1) {
+  if (N < 1 || C < 1 || T < 1 || M < 1 || K < 1 || leases < 1) {
     fprintf(stderr, "zklock-bench: counts must be positive\n");
     return 2;
   }
@@ -715,6 +823,10 @@ int main(int argc, char **argv) {
       idle_waiters();
     else if (!strcmp(w, "rtt"))
       rtt();
+    else if (!strcmp(w, "read-heavy"))
+      family(w, 0);
+    else if (!strcmp(w, "semaphore"))
+      family(w, 1);
     else {
       fprintf(stderr, "zklock-bench: unknown workload %s\n", w);
       return 2;
