@@ -1,4 +1,5 @@
-/* zklock.pml: the queue protocol of lib/queue.c (F1, F3, F4 fixed), checked
+/* zklock.pml: the queue protocol of lib/queue.c (F1, F3, F4 fixed), with
+ * the read-write lock's conflict rule (READERS), checked
  * with spin. ZooKeeper as zklock relies on it, N contenders running
  * today's steps under the names of the C functions they stand for, and a
  * hostile session. model/README.md says what is modelled, what is left out
@@ -16,6 +17,8 @@
  *   RPLANT RDELETE RREPLACE RCOPY  which hostile actions exist [1 1 1 0]
  *   RDURING  hostile actions only while some connection is down
  *   NOMEM    creates whose answer cannot be kept (ENOMEM)           [0]
+ *   READERS  contenders 0..READERS-1 read (shared), the others write:
+ *            a node counts only if it conflicts with ours          [0]
  *   STALE_SERVER  drop a ZooKeeper guarantee: once, a reconnection goes
  *            to a server that lacks a watched node of another session
  *            (it reports it deleted); shows what BUG_NO_EPOCH guards
@@ -38,6 +41,8 @@
  *                      the listing's code as it was
  *   BUG_NO_LOWERS      hand-off although a node before us may put a node
  *                      below us (zkl__may_insert_below ignored)
+ *   BUG_RW_NEAREST_ONLY  a reader counts only the nearest writer before
+ *                      it: the hand-off when that one goes
  * Defects found by the model, as the code was before their fixes
  * (model/README.md, "Findings"):
  *   BUG_F1   a judged unlock trusts a delete whose read did not answer
@@ -80,6 +85,11 @@
 #ifndef NOMEM
 #define NOMEM 0
 #endif
+/* READERS: contenders 0..READERS-1 take the lock shared (zkl_rwlock_t's
+ * read side), the others exclusive */
+#ifndef READERS
+#define READERS 0
+#endif
 /* RDURING: the hostile session acts only while some connection is down */
 #if defined(RDURING) && N > 2
 #define RWHEN (!conn[0] || !conn[1] || !conn[2])
@@ -110,6 +120,12 @@
 #define BIT(k) (1 << (k))
 /* policy.c: before(), nearer() on names with sequences that do not wrap */
 #define BEFORE(a, b) (SEQ(a) < SEQ(b) || (SEQ(a) == SEQ(b) && GID(a) < GID(b)))
+/* A node's kind by its name, as policy.c reads the marker: contender i's
+ * guids are i+1, i+1+N, ...; the peer's read node is shared; the hostile
+ * session's own names (guid 0) are of a kind nobody knows: exclusive. A
+ * copy of a name has the kind of what it copies. */
+#define RDR(g) ((g) == PEER_R || ((g) >= 1 && (g) < PEER_R && ((g) - 1) % N < READERS))
+#define CONFLICT(a, b) (!(RDR(GID(a)) && RDR(GID(b))))
 #define NEARER(a, b) (SEQ(a) > SEQ(b) || (SEQ(a) == SEQ(b) && GID(a) > GID(b)))
 
 /* ZooKeeper codes */
@@ -176,7 +192,8 @@ bit  sx[N];              /* the client's LOST deadline for its last drop
 short sw[N];             /* the watches (node slots) that connection carries */
 byte nlive = 0;          /* live nodes of contender sessions */
 bit  planted;            /* the hostile session's own node exists */
-bit  peer_holds, peer_done;  /* the Curator peer holds (write, then read) */
+byte peer_holds;            /* the Curator peer holds: 1 write, 2 read (downgraded) */
+bit  peer_done;
 chan inq[N] = [QN] of { mtype, byte, byte, byte, byte };
 /* requests made while the connection is down: kind, argument, x2, session */
 chan held[N] = [HQ] of { mtype, byte, byte, byte };
@@ -388,14 +405,24 @@ inline zk_list(me) {
      :: k < nslots ->
         if
         :: nalive[k] && k != u && !IGNORED(nname[k]) && BEFORE(nname[k], me) ->
-           r4++;
            if :: GID(nname[k]) == PEER_W -> j = 1 :: else fi;
-           if :: t == NONE || NEARER(nname[k], nname[t]) -> t = k :: else fi
+           /* zkl__decide(): only the nodes that conflict with ours count,
+            * and we watch the nearest of them */
+           if
+           :: CONFLICT(nname[k], me) ->
+              r4++;
+              if :: t == NONE || NEARER(nname[k], nname[t]) -> t = k :: else fi
+           :: else
+           fi
         :: else
         fi;
         k++
      :: else -> break
      od;
+#ifdef BUG_RW_NEAREST_ONLY
+     /* a reader counts the writers before it as one: the nearest */
+     if :: RDR(GID(me)) && r4 > 1 -> r4 = 1 :: else fi;
+#endif
      if
      :: r4 == 0 -> r2 = P_HOLD * 2
 #ifdef BUG_NO_LOWERS
@@ -1284,11 +1311,13 @@ inline check_exclusion() {
   do
   :: j < N ->
      assert(j == i || !incs[j] || !(st[j] == S_HELD || st[j] == S_AT_RISK) ||
-            nrogue[a_czx[j] - 1] || nrogue[aczx - 1]);
+            nrogue[a_czx[j] - 1] || nrogue[aczx - 1] ||
+            (i < READERS && j < READERS));
      j++
   :: else -> break
   od;
-  assert(!peer_holds)
+  /* 2: the peer holds read, after its downgrade */
+  assert(!peer_holds || (peer_holds == 2 && i < READERS))
 }
 
 /* zkl__queue_acquire() */
@@ -1394,6 +1423,7 @@ proctype peer() {
   }
   atomic {
     r = nslots; new_slot(NAME(PEER_R, sq), PEER_S);
+    peer_holds = 2;
     printf("MSC: peer downgrades: read node %d, below later waiters\n", NAME(PEER_R, sq))
   }
   atomic { delete_slot(w); printf("MSC: peer deletes its write node\n") }

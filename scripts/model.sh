@@ -71,6 +71,9 @@ safety-nomem|none|-DNOMEM=1 -DCONN=0 -DGIVEUP=0|$SAFE|-DSAFETY
 safety-copy-giveup|none|-DCONN=1 -DGIVEUP=1 $COPY|$SAFE|-DSAFETY
 liveness-planted|none|-DLIVE -DCONN=0 -DGIVEUP=1 -DROGUE=1 -DRDELETE=0 -DRREPLACE=0|$LIVE|-DNFAIR=3
 safety-curator-peer|none|-DPEER -DCONN=0 -DGIVEUP=1|$SAFE|-DSAFETY
+safety-readers|none|-DN=3 -DREADERS=2 -DCONN=0 -DGIVEUP=1|$SAFE|-DSAFETY
+safety-readers-peer|none|-DPEER -DREADERS=1 -DCONN=0 -DGIVEUP=1|$SAFE|-DSAFETY
+mutant-rw-nearest|excl|-DBUG_RW_NEAREST_ONLY -DN=3 -DREADERS=1 -DCONN=0 -DGIVEUP=1|$SAFE|-DSAFETY
 mutant-no-lowers|excl|-DPEER -DBUG_NO_LOWERS -DCONN=0 -DGIVEUP=0|$SAFE|-DSAFETY
 mutant-no-sole|excl|-DBUG_NO_SOLE -DN=3 -DCONN=0 -DGIVEUP=1|$SAFE|-DSAFETY
 safety-stale-server|none|-DSTALE_SERVER -DCONN=1 -DGIVEUP=0|$SAFE|-DSAFETY
