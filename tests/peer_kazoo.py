@@ -15,6 +15,9 @@ section both sides run on one fenced counter.
       N times: take kazoo's Lock (or ReadLock, WriteLock) on PATH and run
       the critical section with the czxid of kazoo's own node as the token.
 
+PEER_HOLD_S in the environment sets how long a read-write section lasts
+(default 0.02 s).
+
 The counter is DIR/count, "COUNT LAST_TOKEN"; DIR/inside exists while
 someone is in the critical section. For rwcrit, DIR/rw is "COUNT READERS
 WRITERS LAST_TOKEN LAST_WRITE_TOKEN SHARED", under an flock of DIR/rw.lock;
@@ -95,7 +98,8 @@ def rwcrit(d, token, mode):
         return st, None
 
     rc = rw_update(d, enter)
-    time.sleep(0.02)  # give an overlap the time to show
+    # give an overlap the time to show; the controls lengthen zklock's writes
+    time.sleep(float(os.environ.get("PEER_HOLD_S", "0.02")))
     return rw_update(d, leave) or rc
 
 
