@@ -96,7 +96,7 @@ if [ "${ZKL_CHAOS:=120}" != 0 ]; then
   # ZKL_ACL_CREATOR, for 30 s
   for mode in run self-test acl; do
     extra=(--rounds 3 --recipe mutex,rw,sem --duration $(((ZKL_CHAOS + 2) / 3)))
-    [ "$mode" != self-test ] || extra=(--unlocked --duration 5 --faults cut --rounds 3 --recipe mutex,rw,sem)
+    [ "$mode" != self-test ] || extra=(--unlocked --duration 4 --faults cut --rounds 3 --recipe mutex,rw,sem)
     [ "$mode" != acl ] || extra=(--acl creator --faults hostile --duration 30)
     if ASAN_OPTIONS=detect_leaks=1 bash scripts/chaos.sh --build "$cb" --seed 1 \
       "${netns[@]}" "${extra[@]}" >"build/chaos-$mode.out" 2>&1; then
