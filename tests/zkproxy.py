@@ -10,7 +10,8 @@ LISTEN_PORT 0 picks a free port, written to STATE_DIR/port.
 
 Control, by creating a file in STATE_DIR (the proxy removes it when done):
   cut-after-create   forward the next create request, then close the client's
-                     connection before the reply can reach it
+                     connection before the reply can reach it; if the file
+                     says "stall", create STATE_DIR/stall at the cut
   cut-after-delete   the same for the next delete request
   cut-now            close every proxied connection at once
   delay              (kept while present) "MEAN_MS JITTER_MS STALL_PERMILLE
@@ -19,6 +20,9 @@ Control, by creating a file in STATE_DIR (the proxy removes it when done):
                      a lost segment waiting for its retransmission would be.
                      The slow link of the fault suite: this kernel may lack
                      tc netem, and the proxy works everywhere.
+  stall              (kept while present) connections made from now on
+                     forward nothing either way: a client cut off can
+                     reconnect only once the file is gone
   zombie             (kept while present) forward nothing either way and
                      answer the clients' pings itself, so that a client
                      believes its session alive while the server expires it;
@@ -70,13 +74,19 @@ def event(msg):
 
 
 def take(flag):
-    """True once if STATE_DIR/flag exists (and remove it)."""
+    """The content of STATE_DIR/flag, once (it is removed), or None."""
     path = os.path.join(state, flag)
     try:
+        with open(path) as f:
+            text = f.read()
         os.unlink(path)
-        return True
+        return text
     except FileNotFoundError:
-        return False
+        return None
+
+
+def stalled():
+    return os.path.exists(os.path.join(state, "stall"))
 
 
 def close_pair(a, b):
@@ -105,7 +115,7 @@ def zombie():
     return os.path.exists(os.path.join(state, "zombie"))
 
 
-def client_to_server(c, s):
+def client_to_server(c, s, held):
     first = True  # the connect request has no request header
     try:
         while True:
@@ -119,6 +129,8 @@ def client_to_server(c, s):
                 else:
                     event("zombie dropped op %d xid %d" % (op, xid))
                 continue
+            while held and stalled():
+                threading.Event().wait(0.05)
             slow_down()
             s.sendall(head + body)
             if first:
@@ -126,9 +138,14 @@ def client_to_server(c, s):
                 continue
             if op < 0:
                 continue
-            cut = (op in CREATE_OPS and take("cut-after-create")) or (
-                op == OP_DELETE and take("cut-after-delete"))
-            if cut:
+            cut = None
+            if op in CREATE_OPS:
+                cut = take("cut-after-create")
+            elif op == OP_DELETE:
+                cut = take("cut-after-delete")
+            if cut is not None:
+                if cut.strip() == "stall":
+                    open(os.path.join(state, "stall"), "w").close()
                 event("cut after op %d xid %d" % (op, xid))
                 break
     except (EOFError, OSError):
@@ -168,7 +185,7 @@ def watch_cut_now():
         if d != delay:
             delay = d
             event("delay %s" % (" ".join(map(str, d)) if d else "off"))
-        if take("cut-now"):
+        if take("cut-now") is not None:
             with lock:
                 pairs = list(conns)
                 del conns[:]
@@ -199,8 +216,9 @@ def main():
             continue
         with lock:
             conns.append((c, s))
-        event("connection")
-        threading.Thread(target=client_to_server, args=(c, s), daemon=True).start()
+        held = stalled()
+        event("connection" + (" stalled" if held else ""))
+        threading.Thread(target=client_to_server, args=(c, s, held), daemon=True).start()
         threading.Thread(target=server_to_client, args=(c, s), daemon=True).start()
 
 
