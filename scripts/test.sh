@@ -28,7 +28,7 @@ passed=0 failed=0 skipped=0
 run_suite() {
   local name=$1 log p f s
   shift
-  echo "== $name: configure $*"
+  echo "== $name: configure $* (at ${SECONDS}s)"
   bash scripts/build.sh "build/$name" --enable-werror "$@"
   log=build/$name/check.out
   echo "== $name: make check"
@@ -70,20 +70,20 @@ count_line() {
   passed=$((passed + p)) failed=$((failed + f))
 }
 if [ -n "${ZKL_VALGRIND:-}" ]; then
-  echo "== valgrind memcheck"
+  echo "== valgrind memcheck (at ${SECONDS}s)"
   bash scripts/valgrind.sh build/normal >build/valgrind.out 2>&1 || true
   grep -E '^(PASS|FAIL|valgrind:)' build/valgrind.out || tail -40 build/valgrind.out
   count_line valgrind build/valgrind.out
 fi
 if [ -n "${ZKL_FUZZ:-}" ]; then
-  echo "== fuzzing, ${ZKL_FUZZ}s per target"
+  echo "== fuzzing, ${ZKL_FUZZ}s per target (at ${SECONDS}s)"
   bash scripts/fuzz.sh "$ZKL_FUZZ" >build/fuzz.out 2>&1 || true
   grep -E '^(PASS|FAIL|fuzz:)' build/fuzz.out || tail -40 build/fuzz.out
   count_line fuzz build/fuzz.out
 fi
 [ -z "${ZKL_FAST:-}" ] || : "${ZKL_CHAOS:=0}"
 if [ "${ZKL_CHAOS:=120}" != 0 ]; then
-  echo "== fault injection: ${ZKL_CHAOS}s, seed 1"
+  echo "== fault injection: ${ZKL_CHAOS}s, seed 1 (at ${SECONDS}s)"
   cb=build/asan
   [ -d "$cb" ] || cb=build/normal
   netns=()
@@ -109,7 +109,7 @@ if [ "${ZKL_CHAOS:=120}" != 0 ]; then
   done
 fi
 if [ -n "${ZKL_DISTCHECK:-}" ]; then
-  echo "== make distcheck"
+  echo "== make distcheck (at ${SECONDS}s)"
   # The tarball builds, installs and passes the tests that need no
   # ensemble and no model checker: the suites above ran every test on
   # this very tree.
@@ -126,5 +126,5 @@ if [ "${CI:-}" = true ] && [ "$skipped" -gt 0 ]; then
   echo "!! $skipped test(s) skipped: in CI that is a failure"
   failed=$((failed + skipped))
 fi
-echo "tests: $passed passed, $failed failed"
+echo "tests: $passed passed, $failed failed (${SECONDS}s)"
 [ "$failed" -eq 0 ]
