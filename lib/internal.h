@@ -115,7 +115,7 @@ ZKL__HIDDEN int zkl__handle_add(const void *h);
 ZKL__HIDDEN int zkl__handle_remove(const void *h);
 ZKL__HIDDEN int zkl__handle_live(const void *h);
 
-/* ---- client.c: session and event thread ---------------------------------- */
+/* ---- the client: client.c, session.c, acq.c, events.c, deferred.c -------- */
 
 /* One ZooKeeper handle. Kept alive by references: the client's "current"
  * pointer, each operation in flight, and each acquisition whose node may
@@ -280,6 +280,24 @@ ZKL__HIDDEN void zkl__wait_cb_refs(zkl_client_t *c, zkl__queue_t *q);
 ZKL__HIDDEN void zkl__schedule_node_watch(zkl_client_t *c, zkl__acq_t *a);
 ZKL__HIDDEN int zkl__on_event_thread(zkl_client_t *c);
 
+/* session.c, for the event thread and the teardown. zkl__new_session is
+ * called without c->mu: 0, or -1 with errno when no handle could be made.
+ * zkl__lost_deadline: when holds still AT_RISK become LOST (0: none). */
+ZKL__HIDDEN int zkl__new_session(zkl_client_t *c);
+ZKL__HIDDEN int64_t zkl__lost_deadline(const zkl_client_t *c);
+ZKL__HIDDEN void zkl__close_dead(zkl_client_t *c);
+/* acq.c: what the session's changes mean for the acquisitions on session
+ * s; the event thread's timed duties (zkl__acqs_watch_due returns when it
+ * is next due, 0: never). Under c->mu. */
+ZKL__HIDDEN void zkl__acqs_connected(zkl_client_t *c, zkl__session_t *s);
+ZKL__HIDDEN void zkl__acqs_disconnected(zkl_client_t *c, zkl__session_t *s);
+ZKL__HIDDEN void zkl__acqs_expired(zkl_client_t *c, zkl__session_t *s);
+ZKL__HIDDEN void zkl__acqs_expire_at_risk(zkl_client_t *c);
+ZKL__HIDDEN int64_t zkl__acqs_watch_due(zkl_client_t *c);
+/* events.c: the event thread's body; the notices left at teardown. */
+ZKL__HIDDEN void *zkl__event_main(void *arg);
+ZKL__HIDDEN void zkl__events_discard(zkl_client_t *c);
+
 /* Whether stat describes a's node: created by us (czxid) and owned by the
  * session we created it on. A node deleted and re-created under our name
  * by someone else fails this. */
@@ -300,7 +318,7 @@ static inline int zkl__forked(unsigned gen) {
   return atomic_load_explicit(&zkl__fork_gen, memory_order_relaxed) != gen;
 }
 
-/* Watchers (client.c) given to every watch the library sets. */
+/* Watchers (acq.c) given to every watch the library sets. */
 ZKL__HIDDEN void zkl__path_watcher(zhandle_t *zh, int type, int state,
                                    const char *path, void *ctx);
 

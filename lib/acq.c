@@ -1,0 +1,288 @@
+/* acq.c: a client's acquisitions: the registry of them, the state of a
+ * granted hold (HELD, AT_RISK, LOST) and what moves it, and the watch on a
+ * hold's own node that verifies it is still ours.
+ *
+ * The queue engine (queue.c) links an acquisition here for its whole life;
+ * the session (session.c) and the ZooKeeper watchers below then change its
+ * state, all under c->mu, and notices go to the recipe's callback through
+ * the event thread (events.c). */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+void zkl__acq_link(zkl_client_t *c, zkl__acq_t *a) {
+  a->id = ++c->next_id;
+  a->prev = NULL;
+  a->next = c->acqs;
+  if (c->acqs)
+    c->acqs->prev = a;
+  c->acqs = a;
+}
+
+void zkl__acq_unlink(zkl_client_t *c, zkl__acq_t *a) {
+  if (a->prev)
+    a->prev->next = a->next;
+  else if (c->acqs == a)
+    c->acqs = a->next;
+  if (a->next)
+    a->next->prev = a->prev;
+  a->prev = a->next = NULL;
+}
+
+static zkl__acq_t *acq_by_id(zkl_client_t *c, uint64_t id) {
+  zkl__acq_t *a;
+  for (a = c->acqs; a; a = a->next)
+    if (a->id == id)
+      return a;
+  return NULL;
+}
+
+void zkl__set_state(zkl_client_t *c, zkl__acq_t *a, int state) {
+  if (atomic_load_explicit(&a->state, memory_order_relaxed) == state)
+    return;
+  atomic_store_explicit(&a->state, state, memory_order_release);
+  zkl__post_state(c, a, state);
+}
+
+static int is_hold(const zkl__acq_t *a) {
+  int st = atomic_load_explicit(&a->state, memory_order_relaxed);
+  return st == ZKL_STATE_HELD || st == ZKL_STATE_AT_RISK;
+}
+
+/* Under c->mu: the hold is gone for good. Its session reference is dropped
+ * at once so that an expired handle can be closed. */
+static void lose(zkl_client_t *c, zkl__acq_t *a) {
+  zkl__set_state(c, a, ZKL_STATE_LOST);
+  zkl__session_put(c, a->sess);
+  a->sess = NULL;
+}
+
+int zkl__owns_on(const zkl__acq_t *a, const zkl__session_t *s,
+                 const struct Stat *st) {
+  return s && st->czxid == a->czxid && st->ephemeralOwner == s->id;
+}
+
+int zkl__owns(const zkl__acq_t *a, const struct Stat *st) {
+  return zkl__owns_on(a, a->sess, st);
+}
+
+void zkl__lose(zkl_client_t *c, zkl__acq_t *a, const char *why) {
+  if (!is_hold(a))
+    return;
+  zkl__post_log(c, ZKL_LOG_WARN, "%s: %s: LOST", a->path ? a->path : a->q->dir,
+                why);
+  lose(c, a);
+}
+
+/* The connection is down: holds are AT_RISK, or LOST at once for a recipe
+ * that must not lead while it cannot hear the ensemble. */
+void zkl__acqs_disconnected(zkl_client_t *c, zkl__session_t *s) {
+  zkl__acq_t *a;
+  for (a = c->acqs; a; a = a->next) {
+    if (a->sess != s || atomic_load_explicit(&a->state, memory_order_relaxed) !=
+                            ZKL_STATE_HELD)
+      continue;
+    if (a->q->flags & ZKL__Q_LOSE_ON_DISCONNECT) {
+      if (a->path)
+        zkl__defer_delete(c, s, a->path); /* gone once reconnected */
+      lose(c, a);
+    } else {
+      zkl__set_state(c, a, ZKL_STATE_AT_RISK);
+    }
+  }
+}
+
+/* Session s expired: its holds are LOST, its waiters join again. */
+void zkl__acqs_expired(zkl_client_t *c, zkl__session_t *s) {
+  zkl__acq_t *a;
+  for (a = c->acqs; a; a = a->next) {
+    if (a->sess != s)
+      continue;
+    if (is_hold(a))
+      lose(c, a);
+    else {
+      a->session_lost = 1;
+      pthread_cond_broadcast(&a->cv);
+    }
+  }
+}
+
+void zkl__acqs_expire_at_risk(zkl_client_t *c) {
+  zkl__acq_t *a;
+  for (a = c->acqs; a; a = a->next)
+    if (a->sess == c->sess &&
+        atomic_load_explicit(&a->state, memory_order_relaxed) ==
+            ZKL_STATE_AT_RISK) {
+      /* If the session survives after all, the node must not block the
+       * queue: delete it once connected. */
+      if (a->path)
+        zkl__defer_delete(c, a->sess, a->path);
+      zkl__post_log(c, ZKL_LOG_WARN,
+                    "%s: LOST, disconnected too long for the session to be "
+                    "trusted",
+                    a->path ? a->path : a->q->dir);
+      lose(c, a);
+    }
+  c->disconnected_at = 0;
+}
+
+/* ---- verifying holds: their own node, read and watched ------------------ */
+
+struct verify {
+  zkl_client_t *c;
+  uint64_t id;
+  zkl__session_t *s;
+  int64_t czxid; /* of the node asked about: a may have another by now */
+};
+
+/* The read of our own node (with its watch) answered: a hold is HELD if
+ * the node is still ours, else LOST; a waiter whose node is gone or not
+ * ours stops waiting (ZKL_EREVOKED). */
+static void on_verified(int rc, const char *value, int len,
+                        const struct Stat *stat, const void *data) {
+  struct verify *v = (struct verify *)data;
+  zkl_client_t *c = v->c;
+  zkl__acq_t *a;
+  (void)value, (void)len;
+  pthread_mutex_lock(&c->mu);
+  a = acq_by_id(c, v->id);
+  if (a && a->path && a->sess == v->s && a->czxid == v->czxid) {
+    int mine = rc == ZOK && stat && zkl__owns(a, stat);
+    int gone = rc == ZNONODE || (rc == ZOK && !mine);
+    if (mine && a->own_watch == ZKL__OWN_PENDING &&
+        !(a->q->flags & ZKL__Q_NO_NODE_WATCH))
+      a->own_watch = ZKL__OWN_OK;
+    if (!mine && a->own_watch == ZKL__OWN_PENDING)
+      a->own_watch = ZKL__OWN_NONE;
+    if (is_hold(a)) {
+      if (mine && c->state == ZKL_CLIENT_CONNECTED)
+        zkl__set_state(c, a, ZKL_STATE_HELD);
+      else if (gone)
+        zkl__lose(c, a, rc == ZNONODE ? "deleted by someone else"
+                                      : "replaced by someone else's node");
+    } else if (gone) {
+      a->revoked = 1;
+      pthread_cond_broadcast(&a->cv);
+    }
+  }
+  zkl__session_put(c, v->s);
+  pthread_mutex_unlock(&c->mu);
+  free(v);
+}
+
+void zkl__watch_own(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a) {
+  struct verify *v = malloc(sizeof *v);
+  if (!v)
+    return;
+  v->c = c;
+  v->id = a->id;
+  v->s = s;
+  v->czxid = a->czxid;
+  s->refs++;
+  a->own_watch = ZKL__OWN_PENDING;
+  atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
+  if (zoo_awget(s->zh, a->path,
+                (a->q->flags & ZKL__Q_NO_NODE_WATCH) ? NULL : zkl__path_watcher,
+                c, on_verified, v) != ZOK) {
+    a->own_watch = ZKL__OWN_NONE;
+    s->refs--; /* others hold s: it cannot drop to 0 here */
+    free(v);
+  }
+}
+
+static void verify_hold(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a) {
+  zkl__watch_own(c, s, a);
+}
+
+/* Connected again: every hold is read, and watched anew. */
+void zkl__acqs_connected(zkl_client_t *c, zkl__session_t *s) {
+  zkl__acq_t *a;
+  for (a = c->acqs; a; a = a->next)
+    if (a->sess == s && is_hold(a) && a->path) {
+      a->watch_due = 0; /* the verification re-arms the watch */
+      verify_hold(c, s, a);
+    }
+}
+
+void zkl__schedule_node_watch(zkl_client_t *c, zkl__acq_t *a) {
+  if ((a->q->flags & ZKL__Q_NO_NODE_WATCH) || a->own_watch != ZKL__OWN_NONE)
+    return; /* a waiter's watch on its own node carries over to the hold */
+  a->watch_due = zkl_now_ms() + ZKL__NODE_WATCH_DELAY_MS;
+  /* Waking the event thread on every acquire costs a context switch and a
+   * fight for c->mu per cycle; if it already sleeps until no later than
+   * this hold's due time, it will find the hold then. */
+  if (!c->ev_wake_at || c->ev_wake_at > a->watch_due)
+    pthread_cond_broadcast(&c->cv);
+}
+
+/* Event thread, under c->mu: watch the nodes of holds that have lasted
+ * long enough; returns when the next one is due (0: none). */
+int64_t zkl__acqs_watch_due(zkl_client_t *c) {
+  int64_t now = zkl_now_ms(), next = 0;
+  zkl__acq_t *a;
+  if (c->state != ZKL_CLIENT_CONNECTED)
+    return 0; /* reconnection verifies and watches every hold */
+  for (a = c->acqs; a; a = a->next) {
+    if (!a->watch_due || !is_hold(a) || !a->path || a->sess != c->sess)
+      continue;
+    if (a->watch_due <= now) {
+      a->watch_due = 0;
+      verify_hold(c, a->sess, a);
+    } else if (!next || a->watch_due < next) {
+      next = a->watch_due;
+    }
+  }
+  return next;
+}
+
+/* An event on our own node: the watch is spent. Deleted: a hold is LOST
+ * and a wait is revoked. Anything else (its data rewritten, or a delete
+ * and re-create we missed while disconnected): watch again, and judge the
+ * node by its creation zxid and owner, so a node re-created under our
+ * name by someone else is never taken for ours. */
+static void own_event(zkl_client_t *c, zkl__acq_t *a, int type) {
+  a->own_watch = ZKL__OWN_NONE;
+  if (type == ZOO_DELETED_EVENT) {
+    if (is_hold(a)) {
+      zkl__lose(c, a, "deleted by someone else");
+    } else if (atomic_load_explicit(&a->state, memory_order_relaxed) ==
+               ZKL_STATE_NONE) {
+      a->revoked = 1;
+      pthread_cond_broadcast(&a->cv);
+    }
+  } else if (a->sess && !a->sess->expired &&
+             atomic_load_explicit(&a->state, memory_order_relaxed) !=
+                 ZKL_STATE_LOST) {
+    zkl__watch_own(c, a->sess, a);
+  }
+}
+
+/* Node events for every path we watch. The C client also hands session
+ * events to each path watcher: those are ignored here (session_watcher has
+ * them), and so is any event on a path nobody waits on any more. */
+void zkl__path_watcher(zhandle_t *zh, int type, int state, const char *path,
+                       void *ctx) {
+  zkl_client_t *c = ctx;
+  zkl__acq_t *a;
+  int i;
+  (void)state;
+  if (type == ZOO_SESSION_EVENT || !path)
+    return;
+  pthread_mutex_lock(&c->mu);
+  for (a = c->acqs; a; a = a->next) {
+    if (!a->sess || a->sess->zh != zh)
+      continue;
+    for (i = 0; i < a->nwatch; i++)
+      if (strcmp(a->watch[i], path) == 0) {
+        a->wflags[i] |=
+            type == ZOO_DELETED_EVENT ? ZKL__W_GONE : ZKL__W_CHANGED;
+        pthread_cond_broadcast(&a->cv);
+      }
+    if (a->path && strcmp(a->path, path) == 0)
+      own_event(c, a, type);
+  }
+  pthread_mutex_unlock(&c->mu);
+}

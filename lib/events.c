@@ -1,0 +1,212 @@
+/* events.c: the client's event thread: its queue of notices (state
+ * changes for a recipe's callback, log lines for the hook), and its loop,
+ * the table of contents of everything the client does in the background.
+ *
+ * Watchers and completions run on ZooKeeper's completion thread under c->mu,
+ * where no user code may run: they post a notice here, and the event thread
+ * delivers it with no lock held. The loop also makes a new session when one
+ * expired (session.c), closes dead handles, declares AT_RISK holds LOST when
+ * the connection stays down too long, watches holds that lasted (acq.c), and
+ * sends deletes that could not reach the server (deferred.c). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* A state change waiting for delivery to a queue's recipe, or (q NULL) a
+ * log line for the hook. */
+struct zkl__event {
+  zkl__queue_t *q;
+  int state;
+  uint64_t token;
+  int level;
+  char *msg;
+  struct zkl__event *next;
+};
+
+/* ---- logging ------------------------------------------------------------- */
+
+#define FORMAT_OR_RETURN(c, level, fmt, msg)                                   \
+  do {                                                                         \
+    va_list ap;                                                                \
+    if (!(c)->log_fn || (level) > (c)->log_level)                              \
+      return;                                                                  \
+    va_start(ap, fmt);                                                         \
+    vsnprintf(msg, sizeof msg, fmt, ap);                                       \
+    va_end(ap);                                                                \
+  } while (0)
+
+void zkl__log(zkl_client_t *c, int level, const char *fmt, ...) {
+  char msg[512];
+  FORMAT_OR_RETURN(c, level, fmt, msg);
+  c->log_fn(c->log_ctx, level, msg);
+}
+
+static void enqueue(zkl_client_t *c, struct zkl__event *ev) {
+  if (c->evq_tail)
+    c->evq_tail->next = ev;
+  else
+    c->evq_head = ev;
+  c->evq_tail = ev;
+  pthread_cond_broadcast(&c->cv);
+}
+
+/* Under c->mu, where the hook must not run: the event thread delivers it. */
+void zkl__post_log(zkl_client_t *c, int level, const char *fmt, ...) {
+  struct zkl__event *ev;
+  char msg[512];
+  FORMAT_OR_RETURN(c, level, fmt, msg);
+  ev = calloc(1, sizeof *ev);
+  if (!ev || !(ev->msg = zkl__strdup(msg))) {
+    free(ev);
+    return;
+  }
+  ev->level = level;
+  enqueue(c, ev);
+}
+
+/* Under c->mu: queue a state change for the recipe's callback. */
+void zkl__post_state(zkl_client_t *c, zkl__acq_t *a, int state) {
+  struct zkl__event *ev;
+  if (!a->q->notify)
+    return;
+  ev = calloc(1, sizeof *ev);
+  if (!ev)
+    return; /* the query still answers; only the notification is lost */
+  ev->q = a->q;
+  ev->state = state;
+  ev->token = (uint64_t)a->czxid;
+  a->q->cb_refs++;
+  enqueue(c, ev);
+}
+
+/* Discard queued events of q (it is being destroyed); under c->mu. */
+static void purge_events(zkl_client_t *c, zkl__queue_t *q) {
+  struct zkl__event **pp = &c->evq_head, *ev;
+  c->evq_tail = NULL;
+  while ((ev = *pp)) {
+    if (ev->q == q) {
+      *pp = ev->next;
+      q->cb_refs--;
+      free(ev);
+    } else {
+      c->evq_tail = ev;
+      pp = &ev->next;
+    }
+  }
+}
+
+static __thread int delivered_freed;
+
+/* Under c->mu: make sure no callback of q runs now or later, so q can be
+ * freed. On the event thread (destroy from q's own callback) the running
+ * callback is told not to touch q again. */
+void zkl__wait_cb_refs(zkl_client_t *c, zkl__queue_t *q) {
+  purge_events(c, q);
+  if (zkl__on_event_thread(c)) {
+    if (q->cb_refs > 0)
+      delivered_freed = 1;
+    return;
+  }
+  while (q->cb_refs > 0)
+    pthread_cond_wait(&c->cv, &c->mu);
+}
+
+/* ---- the event thread ----------------------------------------------------- */
+
+int zkl__on_event_thread(zkl_client_t *c) {
+  return c->ev_running && pthread_equal(pthread_self(), c->ev_thread);
+}
+
+static void deliver_one(zkl_client_t *c) {
+  struct zkl__event *ev = c->evq_head;
+  c->evq_head = ev->next;
+  if (!c->evq_head)
+    c->evq_tail = NULL;
+  delivered_freed = 0;
+  pthread_mutex_unlock(&c->mu);
+  if (ev->q)
+    ev->q->notify(ev->q, ev->state, ev->token);
+  else
+    c->log_fn(c->log_ctx, ev->level, ev->msg);
+  pthread_mutex_lock(&c->mu);
+  if (ev->q && !delivered_freed)
+    ev->q->cb_refs--;
+  free(ev->msg);
+  free(ev);
+  pthread_cond_broadcast(&c->cv);
+}
+
+/* Teardown, once the event thread has stopped: notices never delivered. */
+void zkl__events_discard(zkl_client_t *c) {
+  while (c->evq_head) {
+    struct zkl__event *ev = c->evq_head;
+    c->evq_head = ev->next;
+    free(ev->msg);
+    free(ev);
+  }
+  c->evq_tail = NULL;
+}
+
+void *zkl__event_main(void *arg) {
+  zkl_client_t *c = arg;
+  pthread_mutex_lock(&c->mu);
+  for (;;) {
+    int64_t due = zkl__lost_deadline(c), wake = -1;
+    if (c->need_session && !c->stopping) {
+      c->need_session = 0;
+      pthread_mutex_unlock(&c->mu);
+      if (zkl__new_session(c) != 0) {
+        zkl__log(c, ZKL_LOG_ERROR, "cannot create a ZooKeeper handle: %s",
+                 strerror(errno));
+        pthread_mutex_lock(&c->mu);
+        c->need_session = 1;
+        wake = zkl_now_ms() + 1000;
+      } else {
+        pthread_mutex_lock(&c->mu);
+        zkl__log(c, ZKL_LOG_INFO, "new session requested");
+      }
+      continue;
+    }
+    if (c->dead) {
+      zkl__close_dead(c);
+      continue;
+    }
+    if (c->evq_head) {
+      deliver_one(c);
+      continue;
+    }
+    if (due && zkl_now_ms() >= due) {
+      zkl__acqs_expire_at_risk(c);
+      continue;
+    }
+    zkl__pdel_run(c);
+    if (c->stopping)
+      break;
+    if (due)
+      wake = due;
+    {
+      int64_t w = zkl__acqs_watch_due(c);
+      if (w && (wake < 0 || w < wake))
+        wake = w;
+    }
+    if (c->pdel)
+      wake = wake < 0 ? zkl_now_ms() + 1000 : wake;
+    if (wake < 0)
+      pthread_cond_wait(&c->cv, &c->mu);
+    else {
+      struct timespec ts;
+      zkl__deadline_ts(wake, &ts);
+      c->ev_wake_at = wake;
+      pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+      c->ev_wake_at = 0;
+    }
+  }
+  pthread_mutex_unlock(&c->mu);
+  return NULL;
+}

@@ -1,0 +1,233 @@
+/* session.c: the client's ZooKeeper session and its state machine.
+ *
+ * One ZooKeeper handle is current (c->sess); its session events move the
+ * client between CONNECTING, CONNECTED, EXPIRED and AUTH_FAILED, and tell
+ * the acquisitions (acq.c) what that means for them. An expired session is
+ * replaced by a new handle, made on the event thread; a handle nobody
+ * refers to any more is closed there too. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+
+/* ZooKeeper's own log lines have no context pointer to route them to a
+ * client's hook, and the library must not write to stderr: drop them. */
+static void zk_log_sink(const char *msg) { (void)msg; }
+
+zkl__session_t *zkl__session_get(zkl_client_t *c) {
+  c->sess->refs++;
+  return c->sess;
+}
+
+void zkl__session_put(zkl_client_t *c, zkl__session_t *s) {
+  if (s && --s->refs == 0) {
+    s->next_dead = c->dead;
+    c->dead = s;
+    pthread_cond_broadcast(&c->cv);
+  }
+}
+
+/* Under c->mu: wait until requests on the current session can succeed: the
+ * client is connected, and either a new connection was made since `epoch`
+ * (the one a request failed on) or the session `old` was replaced. */
+int zkl__wait_usable(zkl_client_t *c, zkl__session_t *old, uint64_t epoch,
+                     int64_t deadline_ms) {
+  struct timespec ts;
+  zkl__deadline_ts(deadline_ms, &ts);
+  while (!(c->state == ZKL_CLIENT_CONNECTED &&
+           (c->conn_epoch != epoch || c->sess != old))) {
+    if (c->stopping)
+      return ZKL_ECLOSED;
+    if (c->auth_failed)
+      return ZKL_EAUTH;
+    if (deadline_ms < 0)
+      pthread_cond_wait(&c->cv, &c->mu);
+    else if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) == ETIMEDOUT &&
+             zkl_now_ms() >= deadline_ms)
+      return ZKL_ETIMEDOUT;
+  }
+  return ZKL_OK;
+}
+
+static void on_connected(zkl_client_t *c, zkl__session_t *s) {
+  if (c->state == ZKL_CLIENT_CONNECTED)
+    return;
+  c->state = ZKL_CLIENT_CONNECTED;
+  c->conn_epoch++;
+  c->disconnected_at = 0;
+  c->timeout_neg = zoo_recv_timeout(s->zh);
+  atomic_store(&c->session_id, s->id);
+  zkl__post_log(c, ZKL_LOG_INFO, "connected: session 0x%llx, timeout %d ms",
+                (unsigned long long)s->id, c->timeout_neg);
+  zkl__acqs_connected(c, s);
+}
+
+static void on_disconnected(zkl_client_t *c, zkl__session_t *s) {
+  if (c->state != ZKL_CLIENT_CONNECTED)
+    return;
+  c->state = ZKL_CLIENT_CONNECTING;
+  c->disconnected_at = zkl_now_ms();
+  zkl__post_log(c, ZKL_LOG_WARN, "disconnected: holds are AT_RISK");
+  zkl__acqs_disconnected(c, s);
+}
+
+static void on_expired(zkl_client_t *c, zkl__session_t *s) {
+  c->state = c->auth_failed ? ZKL_CLIENT_AUTH_FAILED : ZKL_CLIENT_EXPIRED;
+  c->disconnected_at = 0;
+  if (c->auth_failed)
+    zkl__post_log(c, ZKL_LOG_ERROR,
+                  "authentication (scheme %s) rejected by the ensemble: "
+                  "holds LOST, no new session will be made",
+                  c->auth_scheme);
+  else
+    zkl__post_log(c, ZKL_LOG_WARN,
+                  "session 0x%llx expired: holds LOST, making a new session",
+                  (unsigned long long)s->id);
+  atomic_store(&c->session_id, 0);
+  zkl__acqs_expired(c, s);
+  /* New sessions with credentials the ensemble rejects would only be
+   * rejected again, as fast as we could make them. */
+  c->need_session = !c->auth_failed;
+}
+
+/* Applies a session's ZooKeeper state to the client; under c->mu. */
+static void apply_state(zkl_client_t *c, zkl__session_t *s, int zstate) {
+  if (zstate == ZOO_AUTH_FAILED_STATE)
+    c->auth_failed = 1;
+  if (zstate == ZOO_CONNECTED_STATE)
+    on_connected(c, s);
+  else if (zstate == ZOO_EXPIRED_SESSION_STATE ||
+           zstate == ZOO_AUTH_FAILED_STATE)
+    on_expired(c, s);
+  else
+    on_disconnected(c, s);
+  atomic_store(&c->pub_state, c->state);
+  pthread_cond_broadcast(&c->cv);
+}
+
+/* Session events of one handle; its context is the session, so an event
+ * that arrives before the session is installed as current is still kept
+ * (in s->zstate) and applied when it is. */
+static void session_watcher(zhandle_t *zh, int type, int state,
+                            const char *path, void *ctx) {
+  zkl__session_t *s = ctx;
+  zkl_client_t *c = s->c;
+  (void)path;
+  if (type != ZOO_SESSION_EVENT)
+    return;
+  pthread_mutex_lock(&c->mu);
+  s->zstate = state;
+  if (state == ZOO_CONNECTED_STATE) {
+    const clientid_t *id = zoo_client_id(zh);
+    s->id = id ? id->client_id : 0;
+  }
+  if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
+    s->expired = 1;
+  if (s == c->sess)
+    apply_state(c, s, state);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* The answer to our credentials. A rejection also comes to session_watcher
+ * as ZOO_AUTH_FAILED_STATE; whichever comes first decides. */
+static void on_auth(int rc, const void *data) {
+  zkl__session_t *s = (zkl__session_t *)data;
+  zkl_client_t *c = s->c;
+  pthread_mutex_lock(&c->mu);
+  if (rc == ZOK)
+    s->auth_done = 1;
+  else if (rc != ZCLOSING && !zkl__is_conn_error(rc)) {
+    c->auth_failed = 1;
+    s->expired = 1;
+    if (s == c->sess)
+      apply_state(c, s, ZOO_AUTH_FAILED_STATE);
+  }
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* Makes a new ZooKeeper handle and installs it as current. Called without
+ * c->mu. Returns 0, or -1 when the handle could not be made (retried). */
+int zkl__new_session(zkl_client_t *c) {
+  zkl__session_t *s = calloc(1, sizeof *s), *old;
+  if (!s)
+    return -1;
+  s->c = c;
+  s->refs = 1;
+  s->zstate = ZOO_CONNECTING_STATE;
+  s->zh = zookeeper_init2(c->hosts, session_watcher, c->timeout_req, NULL, s,
+                          0, zk_log_sink);
+  if (!s->zh) {
+    free(s);
+    return -1;
+  }
+  /* The C client sends the credentials ahead of every request, and again
+   * on every reconnection of this handle; a new handle needs them anew. */
+  if (c->auth_scheme &&
+      zoo_add_auth(s->zh, c->auth_scheme, c->auth, (int)strlen(c->auth),
+                   on_auth, s) != ZOK) {
+    zookeeper_close(s->zh);
+    free(s);
+    return -1;
+  }
+  pthread_mutex_lock(&c->mu);
+  old = c->sess;
+  c->sess = s;
+  c->state = ZKL_CLIENT_CONNECTING;
+  apply_state(c, s, s->zstate);
+  zkl__session_put(c, old);
+  pthread_mutex_unlock(&c->mu);
+  return 0;
+}
+
+/* When holds still AT_RISK must be called LOST: the server may expire the
+ * session once it has heard nothing from us for the session timeout T. The
+ * client notices silence after 2T/3 without a reply, so the server's expiry
+ * comes at the earliest T/3 after the disconnect, less the time our last
+ * reply spent in flight: T/20 of slack covers that. 0 = no such deadline. */
+int64_t zkl__lost_deadline(const zkl_client_t *c) {
+  int t = c->timeout_neg > 0 ? c->timeout_neg : c->timeout_req;
+  if (c->state != ZKL_CLIENT_CONNECTING || c->disconnected_at == 0)
+    return 0;
+  return c->disconnected_at + t / 3 - t / 20;
+}
+
+/* Whether session s was alive when a request sent at connection epoch
+ * `epoch` failed for want of a connection (a final unlock's delete: was the
+ * hold still ours at the end of its critical section?). ZOK once s is
+ * connected again at a later epoch; ZSESSIONEXPIRED when s expired, or when
+ * it stays disconnected past the point where holds are called LOST, since a
+ * process stopped for longer than the session timeout learns of it only
+ * now. Under c->mu; waits at most about T/3. */
+int zkl__session_verdict(zkl_client_t *c, zkl__session_t *s, uint64_t epoch) {
+  int t = c->timeout_neg > 0 ? c->timeout_neg : c->timeout_req;
+  int64_t end = zkl_now_ms() + t / 3 - t / 20, due;
+  struct timespec ts;
+  for (;;) {
+    if (s->expired || c->sess != s || c->stopping)
+      return ZSESSIONEXPIRED;
+    if (c->state == ZKL_CLIENT_CONNECTED && c->conn_epoch != epoch)
+      return ZOK;
+    due = zkl__lost_deadline(c); /* 0 until the disconnect is reported */
+    if (due && due < end)
+      end = due;
+    if (zkl_now_ms() >= end)
+      return ZSESSIONEXPIRED;
+    zkl__deadline_ts(end, &ts);
+    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+  }
+}
+
+/* Event thread, under c->mu: close one handle nobody uses any more. */
+void zkl__close_dead(zkl_client_t *c) {
+  zkl__session_t *s = c->dead;
+  c->dead = s->next_dead;
+  pthread_mutex_unlock(&c->mu);
+  zookeeper_close(s->zh); /* flushes its completions with ZCLOSING */
+  pthread_mutex_lock(&c->mu);
+  free(s);
+}
