@@ -158,7 +158,8 @@ void *zkl__event_main(void *arg) {
   pthread_mutex_lock(&c->mu);
   for (;;) {
     int64_t due = zkl__lost_deadline(c), wake = -1;
-    if (c->need_session && !c->stopping) {
+    if (c->need_session && !c->stopping &&
+        zkl_now_ms() >= c->session_retry_at) {
       c->need_session = 0;
       pthread_mutex_unlock(&c->mu);
       if (zkl__new_session(c) != 0) {
@@ -166,7 +167,7 @@ void *zkl__event_main(void *arg) {
                  strerror(errno));
         pthread_mutex_lock(&c->mu);
         c->need_session = 1;
-        wake = zkl_now_ms() + 1000;
+        c->session_retry_at = zkl_now_ms() + 1000;
       } else {
         pthread_mutex_lock(&c->mu);
         zkl__log(c, ZKL_LOG_INFO, "new session requested");
@@ -197,6 +198,8 @@ void *zkl__event_main(void *arg) {
     }
     if (c->pdel)
       wake = wake < 0 ? zkl_now_ms() + 1000 : wake;
+    if (c->need_session && (wake < 0 || c->session_retry_at < wake))
+      wake = c->session_retry_at;
     if (wake < 0)
       pthread_cond_wait(&c->cv, &c->mu);
     else {

@@ -241,6 +241,7 @@ struct zkl_client {
   int64_t ev_wake_at;
   int stopping;
   int need_session;
+  int64_t session_retry_at; /* after a handle could not be made */
   struct zkl__event *evq_head, *evq_tail;
   struct zkl__pdel *pdel;
   zkl__session_t *dead;
@@ -379,6 +380,8 @@ ZKL__HIDDEN void zkl__call_wait(zkl__call_t **calls, int n);
  * create completion cannot keep the node's name (as if out of memory), the
  * next exists completion reports a lost connection. */
 ZKL__HIDDEN extern _Atomic int zkl__fault_create_nomem, zkl__fault_stat_lost;
+/* While positive, that many new session handles cannot be made (EMFILE). */
+ZKL__HIDDEN extern _Atomic int zkl__fault_new_session;
 #endif
 ZKL__HIDDEN int zkl__is_conn_error(int rc);
 

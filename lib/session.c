@@ -152,9 +152,20 @@ static void on_auth(int rc, const void *data) {
 
 /* Makes a new ZooKeeper handle and installs it as current. Called without
  * c->mu. Returns 0, or -1 when the handle could not be made (retried). */
+#ifdef ZKL_FAULT_INJECTION
+_Atomic int zkl__fault_new_session;
+#endif
+
 int zkl__new_session(zkl_client_t *c) {
-  zkl__session_t *s = calloc(1, sizeof *s), *old;
-  if (!s)
+  zkl__session_t *s, *old;
+#ifdef ZKL_FAULT_INJECTION
+  if (atomic_load(&zkl__fault_new_session) > 0) {
+    atomic_fetch_sub(&zkl__fault_new_session, 1);
+    errno = EMFILE;
+    return -1;
+  }
+#endif
+  if (!(s = calloc(1, sizeof *s)))
     return -1;
   s->c = c;
   s->refs = 1;

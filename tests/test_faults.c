@@ -61,11 +61,82 @@ static void test_unlock_read_lost(void) {
   zkl_client_destroy(c);
 }
 
+/* Ends c's session from outside: a second handle on the same session
+ * closes it, and c learns of the expiry when it reconnects. */
+static void expire(zkl_client_t *c) {
+  clientid_t id;
+  zhandle_t *zh;
+  int i;
+  pthread_mutex_lock(&c->mu);
+  id = *zoo_client_id(c->sess->zh);
+  pthread_mutex_unlock(&c->mu);
+  zh = zookeeper_init(servers, admin_watcher, 10000, &id, NULL, 0);
+  CHECK(zh != NULL);
+  for (i = 0; i < 1000 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
+    usleep(10000);
+  CHECK_INT(zoo_state(zh), ==, ZOO_CONNECTED_STATE);
+  zookeeper_close(zh);
+}
+
+struct handle_errors {
+  pthread_mutex_t mu;
+  int n;
+  int64_t first;
+};
+
+static void count_handle_errors(void *ctx, int level, const char *msg) {
+  struct handle_errors *h = ctx;
+  (void)level;
+  if (!strstr(msg, "cannot create a ZooKeeper handle"))
+    return;
+  pthread_mutex_lock(&h->mu);
+  if (h->n++ == 0)
+    h->first = zkl_now_ms();
+  pthread_mutex_unlock(&h->mu);
+}
+
+/* The session expired and no new handle can be made for a while (file
+ * descriptors or the resolver gone): the event thread tries again once a
+ * second. Before the fix it tried again at once, in a loop that spun a
+ * core and flooded the log hook, for as long as the cause lasted. */
+static void test_new_handle_retried_calmly(void) {
+  struct handle_errors h = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
+  zkl_client_options_t o = {0};
+  zkl_client_t *c = NULL;
+  int64_t old, t;
+  int i;
+  o.session_timeout_ms = 4000;
+  o.log_fn = count_handle_errors;
+  o.log_ctx = &h;
+  CHECK_RC(zkl_client_create(&c, servers, &o), ZKL_OK);
+  if (!c)
+    return;
+  old = zkl_client_session_id(c);
+  atomic_store(&zkl__fault_new_session, 3);
+  expire(c);
+  for (i = 0; i < 300; i++) { /* 30 s */
+    if (zkl_client_state(c) == ZKL_CLIENT_CONNECTED &&
+        zkl_client_session_id(c) != old)
+      break;
+    usleep(100000);
+  }
+  t = zkl_now_ms();
+  CHECK_INT(zkl_client_state(c), ==, ZKL_CLIENT_CONNECTED);
+  CHECK_INT(atomic_load(&zkl__fault_new_session), ==, 0);
+  pthread_mutex_lock(&h.mu);
+  CHECK_INT(h.n, ==, 3);
+  /* three failures, then the handle that worked: a second apart each */
+  CHECK_INT(t - h.first, >=, 1900);
+  pthread_mutex_unlock(&h.mu);
+  zkl_client_destroy(c);
+}
+
 int main(void) {
   root_tag = "zklfaults";
   admin_open();
   RUN(test_create_name_not_kept);
   RUN(test_unlock_read_lost);
+  RUN(test_new_handle_retried_calmly);
   admin_close();
   return CHECK_DONE();
 }
