@@ -132,7 +132,7 @@ void zkl__acqs_expire_at_risk(zkl_client_t *c) {
 /* ---- verifying holds: their own node, read and watched ------------------ */
 
 struct verify {
-  zkl_client_t *c;
+  zkl__call_t call;
   uint64_t id;
   zkl__session_t *s;
   int64_t czxid; /* of the node asked about: a may have another by now */
@@ -141,16 +141,13 @@ struct verify {
 /* The read of our own node (with its watch) answered: a hold is HELD if
  * the node is still ours, else LOST; a waiter whose node is gone or not
  * ours stops waiting (ZKL_EREVOKED). */
-static void on_verified(int rc, const char *value, int len,
-                        const struct Stat *stat, const void *data) {
-  struct verify *v = (struct verify *)data;
-  zkl_client_t *c = v->c;
-  zkl__acq_t *a;
-  (void)value, (void)len;
-  pthread_mutex_lock(&c->mu);
-  a = acq_by_id(c, v->id);
+static void on_verified(zkl__call_t *call) {
+  struct verify *v = call->ctx;
+  zkl_client_t *c = call->c;
+  zkl__acq_t *a = acq_by_id(c, v->id);
+  int rc = call->rc;
   if (a && a->path && a->sess == v->s && a->czxid == v->czxid) {
-    int mine = rc == ZOK && stat && zkl__owns(a, stat);
+    int mine = rc == ZOK && zkl__owns(a, &call->stat);
     int gone = rc == ZNONODE || (rc == ZOK && !mine);
     if (mine && a->own_watch == ZKL__OWN_PENDING &&
         !(a->q->flags & ZKL__Q_NO_NODE_WATCH))
@@ -169,7 +166,7 @@ static void on_verified(int rc, const char *value, int len,
     }
   }
   zkl__session_put(c, v->s);
-  pthread_mutex_unlock(&c->mu);
+  zkl__call_free(call);
   free(v);
 }
 
@@ -177,24 +174,18 @@ void zkl__watch_own(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a) {
   struct verify *v = malloc(sizeof *v);
   if (!v)
     return;
-  v->c = c;
+  zkl__call_init_fn(&v->call, c, on_verified, v);
   v->id = a->id;
   v->s = s;
   v->czxid = a->czxid;
   s->refs++;
   a->own_watch = ZKL__OWN_PENDING;
-  atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
-  if (zoo_awget(s->zh, a->path,
-                (a->q->flags & ZKL__Q_NO_NODE_WATCH) ? NULL : zkl__path_watcher,
-                c, on_verified, v) != ZOK) {
+  if (zkl__get(&v->call, s, a->path,
+               !(a->q->flags & ZKL__Q_NO_NODE_WATCH)) != ZOK) {
     a->own_watch = ZKL__OWN_NONE;
     s->refs--; /* others hold s: it cannot drop to 0 here */
     free(v);
   }
-}
-
-static void verify_hold(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a) {
-  zkl__watch_own(c, s, a);
 }
 
 /* Connected again: every hold is read, and watched anew. */
@@ -203,7 +194,7 @@ void zkl__acqs_connected(zkl_client_t *c, zkl__session_t *s) {
   for (a = c->acqs; a; a = a->next)
     if (a->sess == s && is_hold(a) && a->path) {
       a->watch_due = 0; /* the verification re-arms the watch */
-      verify_hold(c, s, a);
+      zkl__watch_own(c, s, a);
     }
 }
 
@@ -230,7 +221,7 @@ int64_t zkl__acqs_watch_due(zkl_client_t *c) {
       continue;
     if (a->watch_due <= now) {
       a->watch_due = 0;
-      verify_hold(c, a->sess, a);
+      zkl__watch_own(c, a->sess, a);
     } else if (!next || a->watch_due < next) {
       next = a->watch_due;
     }

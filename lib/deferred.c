@@ -21,6 +21,7 @@
 
 struct zkl__pdel {
   zkl_client_t *c;
+  zkl__call_t call; /* the request in flight, if any */
   zkl__session_t *s;
   char *path;  /* the candidate being read or deleted; NULL: find by guid */
   char *dir;   /* by guid: the directory to list */
@@ -73,61 +74,54 @@ static void next_candidate(struct zkl__pdel *p) {
     p->done = 1;
 }
 
-static void on_pdel_deleted(int rc, const void *data) {
-  struct zkl__pdel *p = (struct zkl__pdel *)data;
-  zkl_client_t *c = p->c;
-  pthread_mutex_lock(&c->mu);
+static void on_pdel_deleted(zkl__call_t *call) {
+  struct zkl__pdel *p = call->ctx;
   p->inflight = 0;
-  if (zkl__is_conn_error(rc))
+  if (zkl__is_conn_error(call->rc))
     p->mine = 0; /* read it again: the delete may have landed */
   else
     p->done = 1; /* deleted, already gone, or the session is over */
-  pthread_cond_broadcast(&c->cv);
-  pthread_mutex_unlock(&c->mu);
+  pthread_cond_broadcast(&p->c->cv);
 }
 
-static void on_pdel_read(int rc, const struct Stat *st, const void *data) {
-  struct zkl__pdel *p = (struct zkl__pdel *)data;
-  zkl_client_t *c = p->c;
-  pthread_mutex_lock(&c->mu);
+static void on_pdel_read(zkl__call_t *call) {
+  struct zkl__pdel *p = call->ctx;
+  int rc = call->rc;
   p->inflight = 0;
-  if (rc == ZOK && st && st->ephemeralOwner == p->s->id) {
+  if (rc == ZOK && call->stat.ephemeralOwner == p->s->id) {
     p->mine = 1;
   } else if (rc == ZOK || rc == ZNONODE) {
     if (rc == ZOK)
-      zkl__post_log(c, ZKL_LOG_WARN, "%s: not ours (owner 0x%llx), left alone",
-                    p->path, (unsigned long long)(st ? st->ephemeralOwner : 0));
+      zkl__post_log(p->c, ZKL_LOG_WARN,
+                    "%s: not ours (owner 0x%llx), left alone", p->path,
+                    (unsigned long long)call->stat.ephemeralOwner);
     next_candidate(p);
   } else if (!zkl__is_conn_error(rc)) {
     p->done = 1;
   }
-  pthread_cond_broadcast(&c->cv);
-  pthread_mutex_unlock(&c->mu);
+  pthread_cond_broadcast(&p->c->cv);
 }
 
-static void on_pdel_listed(int rc, const struct String_vector *v,
-                           const void *data) {
-  struct zkl__pdel *p = (struct zkl__pdel *)data;
-  zkl_client_t *c = p->c;
+static void on_pdel_listed(zkl__call_t *call) {
+  struct zkl__pdel *p = call->ctx;
   int i;
-  pthread_mutex_lock(&c->mu);
   p->inflight = 0;
-  if (rc == ZOK) {
+  if (call->rc == ZOK) {
     char *slash = zkl__join(p->dir, "/");
+    int n = call->kids.count;
     p->listed = 1;
-    p->cand = v && v->count > 0 ? calloc((size_t)v->count, sizeof *p->cand)
-                                : NULL;
-    for (i = 0; slash && p->cand && i < v->count; i++)
-      if (strstr(v->data[i], p->guid) &&
-          (p->cand[p->ncand] = zkl__join(slash, v->data[i])))
+    p->cand = n > 0 ? calloc((size_t)n, sizeof *p->cand) : NULL;
+    for (i = 0; slash && p->cand && i < n; i++)
+      if (strstr(call->kids.data[i], p->guid) &&
+          (p->cand[p->ncand] = zkl__join(slash, call->kids.data[i])))
         p->ncand++;
     free(slash);
     next_candidate(p);
-  } else if (!zkl__is_conn_error(rc)) {
-    p->done = 1;
+  } else if (!zkl__is_conn_error(call->rc) && call->rc != ZKL_ENOMEM) {
+    p->done = 1; /* out of memory for the names: list again later */
   }
-  pthread_cond_broadcast(&c->cv);
-  pthread_mutex_unlock(&c->mu);
+  zkl__call_free(call);
+  pthread_cond_broadcast(&p->c->cv);
 }
 
 static void pdel_destroy(struct zkl__pdel *p) {
@@ -151,13 +145,16 @@ void zkl__pdel_run(zkl_client_t *c) {
     if (!p->inflight && c->state == ZKL_CLIENT_CONNECTED && p->s == c->sess) {
       int rc;
       p->inflight = 1;
-      atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
-      if (!p->listed)
-        rc = zoo_aget_children(p->s->zh, p->dir, 0, on_pdel_listed, p);
-      else if (!p->mine)
-        rc = zoo_aexists(p->s->zh, p->path, 0, on_pdel_read, p);
-      else
-        rc = zoo_adelete(p->s->zh, p->path, -1, on_pdel_deleted, p);
+      if (!p->listed) {
+        zkl__call_init_fn(&p->call, c, on_pdel_listed, p);
+        rc = zkl__children(&p->call, p->s, p->dir);
+      } else if (!p->mine) {
+        zkl__call_init_fn(&p->call, c, on_pdel_read, p);
+        rc = zkl__exists(&p->call, p->s, p->path);
+      } else {
+        zkl__call_init_fn(&p->call, c, on_pdel_deleted, p);
+        rc = zkl__delete(&p->call, p->s, p->path);
+      }
       if (rc != ZOK) {
         p->inflight = 0;
         p->done = !zkl__is_conn_error(rc);

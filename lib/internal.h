@@ -295,6 +295,12 @@ ZKL__HIDDEN void zkl__acqs_disconnected(zkl_client_t *c, zkl__session_t *s);
 ZKL__HIDDEN void zkl__acqs_expired(zkl_client_t *c, zkl__session_t *s);
 ZKL__HIDDEN void zkl__acqs_expire_at_risk(zkl_client_t *c);
 ZKL__HIDDEN int64_t zkl__acqs_watch_due(zkl_client_t *c);
+/* Under c->mu: getData with a watch on a's own node (unless the queue
+ * opted out of own-node watches, then without). The answer, on the
+ * completion thread, confirms a hold (HELD) or loses it, and ends a wait
+ * whose node is gone or not ours (a->revoked). */
+ZKL__HIDDEN void zkl__watch_own(zkl_client_t *c, zkl__session_t *s,
+                                zkl__acq_t *a);
 /* events.c: the event thread's body; the notices left at teardown. */
 ZKL__HIDDEN void *zkl__event_main(void *arg);
 ZKL__HIDDEN void zkl__events_discard(zkl_client_t *c);
@@ -323,11 +329,18 @@ static inline int zkl__forked(unsigned gen) {
 ZKL__HIDDEN void zkl__path_watcher(zhandle_t *zh, int type, int state,
                                    const char *path, void *ctx);
 
-/* ---- zkcall.c: one ZooKeeper request waited for by a user thread -------- */
+/* ---- zkcall.c: every ZooKeeper request the library sends ----------------- */
 
-typedef struct zkl__call {
+typedef struct zkl__call zkl__call_t;
+/* A call's completion, run under c->mu on ZooKeeper's completion thread
+ * once the answer is in the call; it may free the call. */
+typedef void (*zkl__call_fn)(zkl__call_t *call);
+
+struct zkl__call {
   zkl_client_t *c;
-  pthread_cond_t *cv;
+  pthread_cond_t *cv;       /* waited for: signalled when done */
+  zkl__call_fn fn;          /* or this is run when done */
+  void *ctx;                /* fn's */
   int done;
   int rc;
   char *path;               /* create: created path */
@@ -336,39 +349,39 @@ typedef struct zkl__call {
   char *data;               /* get */
   int data_len;
   int *left;                /* batch: calls not yet done (see call_batch) */
-} zkl__call_t;
+};
 
-/* Each issues one request on s with completion into call (call->done set
- * at once if the client refuses it). Caller holds no lock. */
+/* A call is waited for on cv (zkl__call_init, then zkl__call_wait) or
+ * completed by fn (zkl__call_init_fn). Each request function below issues
+ * one request on s and returns the C client's code: when it refuses the
+ * request, a waited-for call is done at once with that code, while fn is
+ * never run (the caller, which may hold c->mu, handles the refusal). A
+ * waited-for call is issued with no lock held. */
 ZKL__HIDDEN void zkl__call_init(zkl__call_t *call, zkl_client_t *c,
                                 pthread_cond_t *cv);
+ZKL__HIDDEN void zkl__call_init_fn(zkl__call_t *call, zkl_client_t *c,
+                                   zkl__call_fn fn, void *ctx);
 ZKL__HIDDEN void zkl__call_free(zkl__call_t *call);
-ZKL__HIDDEN void zkl__create(zkl__call_t *call, zkl__session_t *s,
-                             const char *path, const char *data, int len,
-                             int flags);
-ZKL__HIDDEN void zkl__children(zkl__call_t *call, zkl__session_t *s,
-                               const char *path);
-ZKL__HIDDEN void zkl__get(zkl__call_t *call, zkl__session_t *s,
-                          const char *path, int watch);
-/* Under c->mu: getData with a watch on a's own node (unless the queue
- * opted out of own-node watches, then without). The answer, on the
- * completion thread, confirms a hold (HELD) or loses it, and ends a wait
- * whose node is gone or not ours (a->revoked). */
-ZKL__HIDDEN void zkl__watch_own(zkl_client_t *c, zkl__session_t *s,
-                                zkl__acq_t *a);
-ZKL__HIDDEN void zkl__exists(zkl__call_t *call, zkl__session_t *s,
-                             const char *path);
-ZKL__HIDDEN void zkl__delete(zkl__call_t *call, zkl__session_t *s,
-                             const char *path);
+ZKL__HIDDEN int zkl__create(zkl__call_t *call, zkl__session_t *s,
+                            const char *path, const char *data, int len,
+                            int flags);
+ZKL__HIDDEN int zkl__children(zkl__call_t *call, zkl__session_t *s,
+                              const char *path);
+ZKL__HIDDEN int zkl__get(zkl__call_t *call, zkl__session_t *s,
+                         const char *path, int watch);
+ZKL__HIDDEN int zkl__exists(zkl__call_t *call, zkl__session_t *s,
+                            const char *path);
+ZKL__HIDDEN int zkl__delete(zkl__call_t *call, zkl__session_t *s,
+                            const char *path);
 /* setData, if the node's data version is `version` (-1: any). */
-ZKL__HIDDEN void zkl__set(zkl__call_t *call, zkl__session_t *s,
-                          const char *path, const char *data, int len,
-                          int version);
+ZKL__HIDDEN int zkl__set(zkl__call_t *call, zkl__session_t *s,
+                         const char *path, const char *data, int len,
+                         int version);
 /* setData whose answer nobody waits for. Caller holds no lock. */
 ZKL__HIDDEN void zkl__set_nowait(zkl__session_t *s, const char *path,
                                  const char *data, int len, int version);
-ZKL__HIDDEN void zkl__sync(zkl__call_t *call, zkl__session_t *s,
-                           const char *path);
+ZKL__HIDDEN int zkl__sync(zkl__call_t *call, zkl__session_t *s,
+                          const char *path);
 /* Makes calls[0..n) (initialised, not yet issued) one batch: the waiter
  * is woken once, when the last of them is done, not once per reply. */
 ZKL__HIDDEN void zkl__call_batch(zkl__call_t **calls, int n, int *left);

@@ -1,10 +1,12 @@
-/* zkcall.c: ZooKeeper requests whose answers a user thread waits for.
+/* zkcall.c: every ZooKeeper request the library sends.
  *
  * Every request is asynchronous; its completion (on the ZooKeeper completion
- * thread) stores the answer in a zkl__call_t and signals the waiter's
- * condition variable under c->mu. Nothing here blocks, so completions never
- * stall the completion thread, and a thread may send several requests before
- * waiting: the session's FIFO order pipelines them in one round trip. */
+ * thread) stores the answer in a zkl__call_t under c->mu, then signals the
+ * waiter's condition variable, or runs the call's own completion function
+ * (the background work of acq.c and deferred.c, which no thread waits
+ * for). Nothing here blocks, so completions never stall the completion
+ * thread, and a thread may send several requests before waiting: the
+ * session's FIFO order pipelines them in one round trip. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -25,6 +27,14 @@ void zkl__call_init(zkl__call_t *call, zkl_client_t *c, pthread_cond_t *cv) {
   call->cv = cv;
 }
 
+void zkl__call_init_fn(zkl__call_t *call, zkl_client_t *c, zkl__call_fn fn,
+                       void *ctx) {
+  memset(call, 0, sizeof *call);
+  call->c = c;
+  call->fn = fn;
+  call->ctx = ctx;
+}
+
 void zkl__call_free(zkl__call_t *call) {
   int i;
   free(call->path);
@@ -37,12 +47,15 @@ void zkl__call_free(zkl__call_t *call) {
   call->kids.count = 0;
 }
 
-/* Under c->mu: publish the result and wake the waiter. After this the call
- * may be freed by the waiter as soon as c->mu is released. */
+/* Under c->mu: publish the result and wake the waiter, or run the call's
+ * function. After this the call may be freed: by the waiter as soon as
+ * c->mu is released, by the function at once. */
 static void finish(zkl__call_t *call, int rc) {
   call->rc = rc;
   call->done = 1;
-  if (!call->left || --*call->left == 0)
+  if (call->fn)
+    call->fn(call);
+  else if (!call->left || --*call->left == 0)
     pthread_cond_broadcast(call->cv);
 }
 
@@ -53,15 +66,18 @@ void zkl__call_batch(zkl__call_t **calls, int n, int *left) {
     calls[i]->left = left;
 }
 
-/* The client refused the request outright: no completion will come. */
-static void issued(zkl__call_t *call, int rc) {
+/* Counts the request. When the client refused it outright no completion
+ * will come: a waited-for call is done now; a call with a function is
+ * left to the caller, which may hold c->mu. */
+static int issued(zkl__call_t *call, int rc) {
   zkl_client_t *c = call->c;
   atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
-  if (rc != ZOK) {
+  if (rc != ZOK && !call->fn) {
     pthread_mutex_lock(&c->mu);
     finish(call, rc);
     pthread_mutex_unlock(&c->mu);
   }
+  return rc;
 }
 
 static void on_create(int rc, const char *value, const struct Stat *stat,
@@ -155,37 +171,37 @@ static void on_sync(int rc, const char *value, const void *data) {
   on_void(rc, data);
 }
 
-void zkl__create(zkl__call_t *call, zkl__session_t *s, const char *path,
-                 const char *data, int len, int flags) {
-  issued(call, zoo_acreate2(s->zh, path, data, len, call->c->acl,
-                            flags, on_create, call));
+int zkl__create(zkl__call_t *call, zkl__session_t *s, const char *path,
+                const char *data, int len, int flags) {
+  return issued(call, zoo_acreate2(s->zh, path, data, len, call->c->acl,
+                                   flags, on_create, call));
 }
 
-void zkl__children(zkl__call_t *call, zkl__session_t *s, const char *path) {
-  issued(call, zoo_aget_children2(s->zh, path, 0, on_children, call));
+int zkl__children(zkl__call_t *call, zkl__session_t *s, const char *path) {
+  return issued(call, zoo_aget_children2(s->zh, path, 0, on_children, call));
 }
 
-void zkl__get(zkl__call_t *call, zkl__session_t *s, const char *path,
-              int watch) {
+int zkl__get(zkl__call_t *call, zkl__session_t *s, const char *path,
+             int watch) {
   /* getData, not exists: a node already gone leaves no dangling watch. */
   if (watch)
-    issued(call, zoo_awget(s->zh, path, zkl__path_watcher, call->c, on_data,
-                           call));
-  else
-    issued(call, zoo_aget(s->zh, path, 0, on_data, call));
+    return issued(call, zoo_awget(s->zh, path, zkl__path_watcher, call->c,
+                                  on_data, call));
+  return issued(call, zoo_aget(s->zh, path, 0, on_data, call));
 }
 
-void zkl__exists(zkl__call_t *call, zkl__session_t *s, const char *path) {
-  issued(call, zoo_aexists(s->zh, path, 0, on_stat, call));
+int zkl__exists(zkl__call_t *call, zkl__session_t *s, const char *path) {
+  return issued(call, zoo_aexists(s->zh, path, 0, on_stat, call));
 }
 
-void zkl__delete(zkl__call_t *call, zkl__session_t *s, const char *path) {
-  issued(call, zoo_adelete(s->zh, path, -1, on_void, call));
+int zkl__delete(zkl__call_t *call, zkl__session_t *s, const char *path) {
+  return issued(call, zoo_adelete(s->zh, path, -1, on_void, call));
 }
 
-void zkl__set(zkl__call_t *call, zkl__session_t *s, const char *path,
-              const char *data, int len, int version) {
-  issued(call, zoo_aset(s->zh, path, data, len, version, on_stat, call));
+int zkl__set(zkl__call_t *call, zkl__session_t *s, const char *path,
+             const char *data, int len, int version) {
+  return issued(call,
+                zoo_aset(s->zh, path, data, len, version, on_stat, call));
 }
 
 static void on_stat_ignored(int rc, const struct Stat *stat,
@@ -201,8 +217,8 @@ void zkl__set_nowait(zkl__session_t *s, const char *path, const char *data,
   (void)zoo_aset(s->zh, path, data, len, version, on_stat_ignored, NULL);
 }
 
-void zkl__sync(zkl__call_t *call, zkl__session_t *s, const char *path) {
-  issued(call, zoo_async(s->zh, path, on_sync, call));
+int zkl__sync(zkl__call_t *call, zkl__session_t *s, const char *path) {
+  return issued(call, zoo_async(s->zh, path, on_sync, call));
 }
 
 void zkl__call_wait(zkl__call_t **calls, int n) {
