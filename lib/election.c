@@ -55,6 +55,7 @@ int zkl_election_create(zkl_election_t **out, zkl_client_t *c,
                         const zkl_election_options_t *o) {
   const char *root = o && o->root ? o->root : "/election";
   unsigned flags = ZKL__Q_VERIFY_OWNER;
+  zkl__queue_spec_t spec = ZKL__QUEUE_SPEC(root, name, o);
   zkl_election_t *e;
   int rc;
   if (!out)
@@ -75,20 +76,15 @@ int zkl_election_create(zkl_election_t **out, zkl_client_t *c,
     free(e);
     return ZKL_ESYSTEM;
   }
-  rc = zkl__queue_init(&e->q, c, root, name, "-elect-", id,
-                       o ? o->data : NULL, o ? o->data_len : 0, flags);
-  if (rc == ZKL_OK) {
-    e->c = c;
-    e->fork_gen = c->fork_gen;
-    e->fn = o ? o->fn : NULL;
-    e->ctx = o ? o->ctx : NULL;
-    if (e->fn)
-      e->q.notify = election_notify;
-    rc = zkl__queue_attach(&e->q, e);
-    if (rc != ZKL_OK)
-      zkl__queue_fini(&e->q);
-  }
-  if (rc != ZKL_OK) {
+  e->c = c;
+  e->fork_gen = c->fork_gen;
+  e->fn = o ? o->fn : NULL;
+  e->ctx = o ? o->ctx : NULL;
+  spec.marker = "-elect-";
+  spec.id = id;
+  spec.flags = flags;
+  spec.notify = e->fn ? election_notify : NULL;
+  if ((rc = zkl__queue_open(&e->q, c, &spec, e)) != ZKL_OK) {
     pthread_cond_destroy(&e->cv);
     free(e);
     return rc;
@@ -305,7 +301,7 @@ int zkl_election_destroy(zkl_election_t *e) {
   if (!zkl__handle_remove(e))
     return ZKL_EINVAL;
   stop_candidacy(e, 0, &rc);
-  zkl__queue_detach(&e->q);
+  zkl__queue_close(&e->q);
   pthread_cond_destroy(&e->cv);
   free(e);
   return ZKL_OK;

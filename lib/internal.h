@@ -409,10 +409,22 @@ ZKL__HIDDEN void zkl__held_remove(const zkl__queue_t *q, uint64_t tid);
 
 enum { ZKL__BLOCK = 0, ZKL__TRY = 1, ZKL__TIMED = 2 };
 
-ZKL__HIDDEN int zkl__queue_init(zkl__queue_t *q, zkl_client_t *c,
-                                const char *root, const char *name,
-                                const char *marker, const char *id,
-                                const void *data, size_t len, unsigned flags);
+/* What a recipe's queue is made of. */
+typedef struct {
+  const char *root, *name;
+  const char *marker;        /* of exclusive nodes */
+  const char *marker_shared; /* of shared nodes, or NULL */
+  const char *id;            /* an election candidate's id, or NULL */
+  const void *data;          /* the caller's data, stored in each node */
+  size_t len;
+  unsigned flags;            /* ZKL__Q_* */
+  int limit;                 /* a semaphore's leases (its "max=N"), or 0 */
+  void (*notify)(zkl__queue_t *q, int state, uint64_t token); /* or NULL */
+} zkl__queue_spec_t;
+/* The fields every recipe fills alike; `o` is its options, maybe NULL. */
+#define ZKL__QUEUE_SPEC(root_, name_, o)                                      \
+  {.root = (root_), .name = (name_), .data = (o) ? (o)->data : NULL,        \
+   .len = (o) ? (o)->data_len : 0}
 /* The checks every recipe's create makes: a live client not inherited
  * across fork(), a valid name and root, data within ZKL_DATA_MAX, no flag
  * outside `allowed`. ZKL_OK, ZKL_EINVAL or ZKL_EFORKED. */
@@ -425,10 +437,12 @@ ZKL__HIDDEN int zkl__recipe_args(zkl_client_t *c, const char *name,
 ZKL__HIDDEN zkl__acq_t *zkl__hold_find(zkl__acq_t *list, uint64_t tid);
 ZKL__HIDDEN int zkl__hold_others(const zkl__acq_t *list, uint64_t tid);
 ZKL__HIDDEN void zkl__hold_unlink(zkl__acq_t **list, zkl__acq_t *a);
-/* Registers/unregisters a recipe object on its client (create/destroy). */
-ZKL__HIDDEN int zkl__queue_attach(zkl__queue_t *q, void *handle);
-ZKL__HIDDEN void zkl__queue_detach(zkl__queue_t *q);
-ZKL__HIDDEN void zkl__queue_fini(zkl__queue_t *q);
+/* A recipe's create, once its own arguments are checked: q made from spec
+ * and registered on c as `handle`. On failure q holds nothing and the
+ * caller frees only its own object. zkl__queue_close undoes it (destroy). */
+ZKL__HIDDEN int zkl__queue_open(zkl__queue_t *q, zkl_client_t *c,
+                                const zkl__queue_spec_t *spec, void *handle);
+ZKL__HIDDEN void zkl__queue_close(zkl__queue_t *q);
 /* shared: join with q->marker_shared. */
 ZKL__HIDDEN int zkl__queue_acquire(zkl__queue_t *q, int mode, int shared,
                                    int64_t deadline_ms, zkl__acq_t **out);

@@ -32,6 +32,7 @@ static void mutex_notify(zkl__queue_t *q, int state, uint64_t token) {
 int zkl_mutex_create(zkl_mutex_t **out, zkl_client_t *c, const char *name,
                      const zkl_mutex_options_t *o) {
   const char *root = o && o->root ? o->root : "/locks";
+  zkl__queue_spec_t spec = ZKL__QUEUE_SPEC(root, name, o);
   zkl_mutex_t *m;
   int rc;
   if (!out)
@@ -45,26 +46,15 @@ int zkl_mutex_create(zkl_mutex_t **out, zkl_client_t *c, const char *name,
   m = calloc(1, sizeof *m);
   if (!m)
     return ZKL_ENOMEM;
-  rc = zkl__queue_init(&m->q, c, root, name,
-                       o && (o->flags & ZKL_MUTEX_KAZOO) ? "__lock__" : "-lock-",
-                       NULL,
-                       o ? o->data : NULL, o ? o->data_len : 0,
-                       o && (o->flags & ZKL_MUTEX_NO_NODE_WATCH)
-                           ? ZKL__Q_NO_NODE_WATCH
-                           : 0);
-  if (rc != ZKL_OK) {
-    free(m);
-    return rc;
-  }
   m->c = c;
   m->fork_gen = c->fork_gen;
   m->fn = o ? o->state_fn : NULL;
   m->ctx = o ? o->state_ctx : NULL;
-  if (m->fn)
-    m->q.notify = mutex_notify;
-  rc = zkl__queue_attach(&m->q, m);
-  if (rc != ZKL_OK) {
-    zkl__queue_fini(&m->q);
+  spec.marker = o && (o->flags & ZKL_MUTEX_KAZOO) ? "__lock__" : "-lock-";
+  if (o && (o->flags & ZKL_MUTEX_NO_NODE_WATCH))
+    spec.flags = ZKL__Q_NO_NODE_WATCH;
+  spec.notify = m->fn ? mutex_notify : NULL;
+  if ((rc = zkl__queue_open(&m->q, c, &spec, m)) != ZKL_OK) {
     free(m);
     return rc;
   }
@@ -229,7 +219,7 @@ int zkl_mutex_destroy(zkl_mutex_t *m) {
     return ZKL_EINVAL;
   if (mine)
     release(m, mine, 0); /* a failed delete is deferred or moot: see header */
-  zkl__queue_detach(&m->q);
+  zkl__queue_close(&m->q);
   free(m);
   return ZKL_OK;
 }

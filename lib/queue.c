@@ -19,6 +19,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,28 +55,34 @@ typedef struct {
   int first; /* no look at the queue yet */
 } run_t;
 
-int zkl__queue_init(zkl__queue_t *q, zkl_client_t *c, const char *root,
-                    const char *name, const char *marker, const char *id,
-                    const void *data, size_t len, unsigned flags) {
-  char *tmp;
+static void queue_fini(zkl__queue_t *q);
+
+static int queue_init(zkl__queue_t *q, zkl_client_t *c,
+                      const zkl__queue_spec_t *sp) {
+  char *tmp, max[32];
   memset(q, 0, sizeof *q);
-  if (id && !(q->id = zkl__strdup(id)))
-    return ZKL_ENOMEM;
   q->c = c;
-  q->marker = marker;
-  q->flags = flags;
-  tmp = zkl__join(root, "/");
-  q->dir = tmp ? zkl__join(tmp, name) : NULL;
+  q->marker = sp->marker;
+  q->marker_shared = sp->marker_shared;
+  q->flags = sp->flags;
+  q->limit = sp->limit;
+  q->notify = sp->notify;
+  tmp = zkl__join(sp->root, "/");
+  q->dir = tmp ? zkl__join(tmp, sp->name) : NULL;
   free(tmp);
   q->prefix = q->dir ? zkl__join(q->dir, "/") : NULL;
-  if (len) {
-    q->user_data = malloc(len);
-    if (q->user_data)
-      memcpy(q->user_data, data, len);
-    q->user_len = len;
+  if (sp->len && (q->user_data = malloc(sp->len)))
+    memcpy(q->user_data, sp->data, sp->len);
+  q->user_len = sp->len;
+  if (sp->id)
+    q->id = zkl__strdup(sp->id);
+  if (sp->limit) {
+    snprintf(max, sizeof max, "max=%d", sp->limit); /* see zkl__dir_limit() */
+    q->dir_data = zkl__strdup(max);
   }
-  if (!q->dir || !q->prefix || (len && !q->user_data)) {
-    zkl__queue_fini(q);
+  if (!q->dir || !q->prefix || (sp->len && !q->user_data) ||
+      (sp->id && !q->id) || (sp->limit && !q->dir_data)) {
+    queue_fini(q);
     return ZKL_ENOMEM;
   }
   return ZKL_OK;
@@ -116,7 +123,7 @@ void zkl__hold_unlink(zkl__acq_t **list, zkl__acq_t *a) {
     }
 }
 
-void zkl__queue_fini(zkl__queue_t *q) {
+static void queue_fini(zkl__queue_t *q) {
   int i;
   for (i = 0; i < q->nignored; i++)
     free(q->ignored[i]);
@@ -1198,9 +1205,11 @@ int zkl__acq_path(const zkl__acq_t *a, char *buf, size_t size) {
   return ZKL_OK;
 }
 
-int zkl__queue_attach(zkl__queue_t *q, void *handle) {
-  zkl_client_t *c = q->c;
-  int rc;
+int zkl__queue_open(zkl__queue_t *q, zkl_client_t *c,
+                    const zkl__queue_spec_t *spec, void *handle) {
+  int rc = queue_init(q, c, spec);
+  if (rc != ZKL_OK)
+    return rc;
   pthread_mutex_lock(&c->mu);
   rc = c->stopping ? ZKL_ECLOSED : ZKL_OK;
   if (rc == ZKL_OK)
@@ -1211,17 +1220,19 @@ int zkl__queue_attach(zkl__queue_t *q, void *handle) {
     c->nqueues--;
     pthread_mutex_unlock(&c->mu);
   }
+  if (rc != ZKL_OK)
+    queue_fini(q);
   return rc;
 }
 
-void zkl__queue_detach(zkl__queue_t *q) {
+void zkl__queue_close(zkl__queue_t *q) {
   zkl_client_t *c = q->c;
   pthread_mutex_lock(&c->mu);
   zkl__wait_cb_refs(c, q);
   c->nqueues--;
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
-  zkl__queue_fini(q);
+  queue_fini(q);
 }
 
 void zkl__queue_cancel(zkl__queue_t *q) {

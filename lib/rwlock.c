@@ -32,6 +32,7 @@ int zkl_rwlock_create(zkl_rwlock_t **out, zkl_client_t *c, const char *name,
                       const zkl_rwlock_options_t *o) {
   const char *root = o && o->root ? o->root : "/locks";
   int kazoo = o && (o->flags & ZKL_RWLOCK_KAZOO);
+  zkl__queue_spec_t spec = ZKL__QUEUE_SPEC(root, name, o);
   zkl_rwlock_t *rw;
   int rc;
   if (!out)
@@ -45,25 +46,16 @@ int zkl_rwlock_create(zkl_rwlock_t **out, zkl_client_t *c, const char *name,
   rw = calloc(1, sizeof *rw);
   if (!rw)
     return ZKL_ENOMEM;
-  rc = zkl__queue_init(&rw->q, c, root, name, kazoo ? "__lock__" : "__WRIT__",
-                       NULL, o ? o->data : NULL, o ? o->data_len : 0,
-                       o && (o->flags & ZKL_RWLOCK_NO_NODE_WATCH)
-                           ? ZKL__Q_NO_NODE_WATCH
-                           : 0);
-  if (rc != ZKL_OK) {
-    free(rw);
-    return rc;
-  }
-  rw->q.marker_shared = kazoo ? "__rlock__" : "__READ__";
   rw->c = c;
   rw->fork_gen = c->fork_gen;
   rw->fn = o ? o->state_fn : NULL;
   rw->ctx = o ? o->state_ctx : NULL;
-  if (rw->fn)
-    rw->q.notify = rwlock_notify;
-  rc = zkl__queue_attach(&rw->q, rw);
-  if (rc != ZKL_OK) {
-    zkl__queue_fini(&rw->q);
+  spec.marker = kazoo ? "__lock__" : "__WRIT__";
+  spec.marker_shared = kazoo ? "__rlock__" : "__READ__";
+  if (o && (o->flags & ZKL_RWLOCK_NO_NODE_WATCH))
+    spec.flags = ZKL__Q_NO_NODE_WATCH;
+  spec.notify = rw->fn ? rwlock_notify : NULL;
+  if ((rc = zkl__queue_open(&rw->q, c, &spec, rw)) != ZKL_OK) {
     free(rw);
     return rc;
   }
@@ -305,7 +297,7 @@ int zkl_rwlock_destroy(zkl_rwlock_t *rw) {
     return ZKL_EINVAL;
   if (mine)
     release(rw, mine, 0);
-  zkl__queue_detach(&rw->q);
+  zkl__queue_close(&rw->q);
   free(rw);
   return ZKL_OK;
 }

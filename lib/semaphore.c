@@ -37,7 +37,7 @@ int zkl_semaphore_create(zkl_semaphore_t **out, zkl_client_t *c,
                          const char *name, unsigned leases,
                          const zkl_semaphore_options_t *o) {
   const char *root = o && o->root ? o->root : "/locks";
-  char max[32];
+  zkl__queue_spec_t spec = ZKL__QUEUE_SPEC(root, name, o);
   zkl_semaphore_t *sem;
   int rc;
   if (!out)
@@ -52,28 +52,14 @@ int zkl_semaphore_create(zkl_semaphore_t **out, zkl_client_t *c,
   sem = calloc(1, sizeof *sem);
   if (!sem)
     return ZKL_ENOMEM;
-  rc = zkl__queue_init(&sem->q, c, root, name, "-lease-", NULL,
-                       o ? o->data : NULL, o ? o->data_len : 0, 0);
-  if (rc != ZKL_OK) {
-    free(sem);
-    return rc;
-  }
-  snprintf(max, sizeof max, "max=%u", leases); /* see zkl__dir_limit() */
-  sem->q.limit = (int)leases;
-  if (!(sem->q.dir_data = zkl__strdup(max))) {
-    zkl__queue_fini(&sem->q);
-    free(sem);
-    return ZKL_ENOMEM;
-  }
   sem->c = c;
   sem->fork_gen = c->fork_gen;
   sem->fn = o ? o->state_fn : NULL;
   sem->ctx = o ? o->state_ctx : NULL;
-  if (sem->fn)
-    sem->q.notify = sem_notify;
-  rc = zkl__queue_attach(&sem->q, sem);
-  if (rc != ZKL_OK) {
-    zkl__queue_fini(&sem->q);
+  spec.marker = "-lease-";
+  spec.limit = (int)leases;
+  spec.notify = sem->fn ? sem_notify : NULL;
+  if ((rc = zkl__queue_open(&sem->q, c, &spec, sem)) != ZKL_OK) {
     free(sem);
     return rc;
   }
@@ -156,7 +142,7 @@ int zkl_semaphore_destroy(zkl_semaphore_t *sem) {
     return ZKL_EBUSY;
   if (!zkl__handle_remove(sem))
     return ZKL_EINVAL;
-  zkl__queue_detach(&sem->q);
+  zkl__queue_close(&sem->q);
   free(sem);
   return ZKL_OK;
 }
