@@ -101,6 +101,13 @@ static inline int queue_count(const char *name) {
   return n == -1 ? 0 : n;
 }
 
+/* Waits until queue `name` has n nodes (a job queued, not holding yet). */
+#define QUEUED(name, n)                                                        \
+  do {                                                                         \
+    WAIT_FOR(queue_len(name) == (n), 5000);                                    \
+    CHECK_INT(queue_len(name), ==, (n));                                       \
+  } while (0)
+
 static void cleanup_tree(const char *path) { remove_tree(admin, path); }
 
 /* State callbacks, recorded. */

@@ -70,13 +70,6 @@ static void job_end(struct job *j) {
   CHECK_RC(zkl_client_destroy(j->c), ZKL_OK);
 }
 
-/* A job that is queued (its node exists) but must not hold yet. */
-#define QUEUED(name, n)                                                        \
-  do {                                                                         \
-    WAIT_FOR(queue_len(name) == (n), 5000);                                    \
-    CHECK_INT(queue_len(name), ==, (n));                                       \
-  } while (0)
-
 static void test_readers_share_writers_exclude(void) {
   struct job r1, r2;
   zkl_client_t *c = client(10000);

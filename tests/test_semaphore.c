@@ -53,12 +53,6 @@ static void job_end(struct job *j) {
   CHECK_RC(zkl_client_destroy(j->c), ZKL_OK);
 }
 
-#define QUEUED(name, n)                                                        \
-  do {                                                                         \
-    WAIT_FOR(queue_len(name) == (n), 5000);                                    \
-    CHECK_INT(queue_len(name), ==, (n));                                       \
-  } while (0)
-
 /* N at once, the N+1st waits; one round trip each way uncontended. */
 static void test_n_at_once(void) {
   zkl_client_t *c = client(10000);
