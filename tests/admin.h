@@ -101,6 +101,18 @@ static inline int queue_count(const char *name) {
   return n == -1 ? 0 : n;
 }
 
+/* Deletes path and creates it again as the admin's, with `flags`, in one
+ * transaction: a container whose last child is deleted may be reaped
+ * before a separate create reaches it. ZooKeeper's code. */
+static inline int replace_node(const char *path, int flags) {
+  zoo_op_t ops[2];
+  zoo_op_result_t res[2];
+  zoo_delete_op_init(&ops[0], path, -1);
+  zoo_create_op_init(&ops[1], path, "evil", 4, &ZOO_OPEN_ACL_UNSAFE, flags,
+                     NULL, 0);
+  return zoo_multi(admin, 2, ops, res);
+}
+
 /* Waits until queue `name` has n nodes (a job queued, not holding yet). */
 #define QUEUED(name, n)                                                        \
   do {                                                                         \

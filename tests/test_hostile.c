@@ -211,9 +211,7 @@ static void test_recreated_hold_is_lost(void) {
   m = mutex_with(c, "recreate", 0, &st);
   CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
   CHECK_RC(zkl_mutex_node_path(m, path, sizeof path), ZKL_OK);
-  CHECK_INT(zoo_delete(admin, path, -1), ==, ZOK);
-  CHECK_INT(zoo_create(admin, path, "evil", 4, &ZOO_OPEN_ACL_UNSAFE,
-                       ZOO_EPHEMERAL, NULL, 0), ==, ZOK);
+  CHECK_INT(replace_node(path, ZOO_EPHEMERAL), ==, ZOK);
   WAIT_FOR(zkl_mutex_state(m) == ZKL_STATE_LOST, 3000);
   CHECK_INT(zkl_mutex_state(m), ==, ZKL_STATE_LOST);
   WAIT_FOR(last_state(&st) == ZKL_STATE_LOST, 2000);
@@ -350,9 +348,7 @@ static void test_recreate_just_before_unlock(void) {
     CHECK_RC(h.rc, ZKL_OK);
     if (h.rc == ZKL_OK) {
       proxy_delay(1);
-      CHECK_INT(zoo_delete(admin, h.path, -1), ==, ZOK);
-      CHECK_INT(zoo_create(admin, h.path, "evil", 4, &ZOO_OPEN_ACL_UNSAFE, 0,
-                           NULL, 0), ==, ZOK);
+      CHECK_INT(replace_node(h.path, 0), ==, ZOK);
     }
     pthread_mutex_lock(&h.mu);
     h.go = 1;
@@ -474,9 +470,7 @@ static void test_no_watch_unlock_checks_identity(void) {
   CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
   usleep(300000);
   CHECK_RC(zkl_mutex_node_path(m, path, sizeof path), ZKL_OK);
-  CHECK_INT(zoo_delete(admin, path, -1), ==, ZOK);
-  CHECK_INT(zoo_create(admin, path, "evil", 4, &ZOO_OPEN_ACL_UNSAFE, 0, NULL,
-                       0), ==, ZOK);
+  CHECK_INT(replace_node(path, 0), ==, ZOK);
   /* unlock judges as of its own server's view (zklock.h), which may lag
    * the admin's by a moment, more under valgrind */
   usleep(500000);
