@@ -41,6 +41,7 @@ struct zkl__event {
     va_end(ap);                                                                \
   } while (0)
 
+/* Called with no lock held. */
 void zkl__log(zkl_client_t *c, int level, const char *fmt, ...) {
   char msg[512];
   FORMAT_OR_RETURN(c, level, fmt, msg);
@@ -160,17 +161,20 @@ void *zkl__event_main(void *arg) {
     int64_t due = zkl__lost_deadline(c), wake = -1;
     if (c->need_session && !c->stopping &&
         zkl_now_ms() >= c->session_retry_at) {
+      int rc, e;
       c->need_session = 0;
       pthread_mutex_unlock(&c->mu);
-      if (zkl__new_session(c) != 0) {
-        zkl__log(c, ZKL_LOG_ERROR, "cannot create a ZooKeeper handle: %s",
-                 strerror(errno));
-        pthread_mutex_lock(&c->mu);
+      rc = zkl__new_session(c);
+      e = errno;
+      pthread_mutex_lock(&c->mu);
+      /* posted, as every line logged here: the hook runs with no lock */
+      if (rc != 0) {
+        zkl__post_log(c, ZKL_LOG_ERROR, "cannot create a ZooKeeper handle: %s",
+                      strerror(e));
         c->need_session = 1;
         c->session_retry_at = zkl_now_ms() + 1000;
       } else {
-        pthread_mutex_lock(&c->mu);
-        zkl__log(c, ZKL_LOG_INFO, "new session requested");
+        zkl__post_log(c, ZKL_LOG_INFO, "new session requested");
       }
       continue;
     }

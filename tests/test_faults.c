@@ -80,13 +80,19 @@ static void expire(zkl_client_t *c) {
 
 struct handle_errors {
   pthread_mutex_t mu;
+  _Atomic(zkl_client_t *) c;
   int n;
   int64_t first;
+  _Atomic int renewed;
 };
 
 static void count_handle_errors(void *ctx, int level, const char *msg) {
   struct handle_errors *h = ctx;
   (void)level;
+  /* a hook may call the library: it runs with no lock held (zklock.h) */
+  (void)zkl_client_session_timeout(atomic_load(&h->c));
+  if (strstr(msg, "new session requested"))
+    h->renewed = 1;
   if (!strstr(msg, "cannot create a ZooKeeper handle"))
     return;
   pthread_mutex_lock(&h->mu);
@@ -98,9 +104,11 @@ static void count_handle_errors(void *ctx, int level, const char *msg) {
 /* The session expired and no new handle can be made for a while (file
  * descriptors or the resolver gone): the event thread tries again once a
  * second. Before the fix it tried again at once, in a loop that spun a
- * core and flooded the log hook, for as long as the cause lasted. */
+ * core and flooded the log hook, for as long as the cause lasted. The
+ * hook calls the library: its lines about new sessions were once logged
+ * with the client's lock held, and such a call deadlocked. */
 static void test_new_handle_retried_calmly(void) {
-  struct handle_errors h = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
+  struct handle_errors h = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0};
   zkl_client_options_t o = {0};
   zkl_client_t *c = NULL;
   int64_t old, t;
@@ -108,9 +116,13 @@ static void test_new_handle_retried_calmly(void) {
   o.session_timeout_ms = 4000;
   o.log_fn = count_handle_errors;
   o.log_ctx = &h;
+  o.log_level = ZKL_LOG_INFO;
+  o.connect_timeout_ms = -1; /* h.c is set before the first line */
   CHECK_RC(zkl_client_create(&c, servers, &o), ZKL_OK);
   if (!c)
     return;
+  atomic_store(&h.c, c);
+  CHECK_RC(zkl_client_wait_connected(c, zkl_now_ms() + 10000), ZKL_OK);
   old = zkl_client_session_id(c);
   atomic_store(&zkl__fault_new_session, 3);
   expire(c);
@@ -123,6 +135,10 @@ static void test_new_handle_retried_calmly(void) {
   t = zkl_now_ms();
   CHECK_INT(zkl_client_state(c), ==, ZKL_CLIENT_CONNECTED);
   CHECK_INT(atomic_load(&zkl__fault_new_session), ==, 0);
+  WAIT_FOR(atomic_load(&h.renewed), 3000);
+  CHECK(atomic_load(&h.renewed));
+  if (!atomic_load(&h.renewed))
+    exit(1); /* the event thread is stuck: destroy would hang */
   pthread_mutex_lock(&h.mu);
   CHECK_INT(h.n, ==, 3);
   /* three failures, then the handle that worked: a second apart each */
