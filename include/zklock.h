@@ -30,6 +30,9 @@
  *   caller's thread, never with an internal lock held). They may call any
  *   zklock function except zkl_client_destroy() on their own client, but they
  *   should return quickly: callbacks of one client run one after another.
+ *   A program built around an event loop can have them run on its own
+ *   thread instead: ZKL_CLIENT_DISPATCH, zkl_client_fd() and
+ *   zkl_client_dispatch().
  *
  * ERRORS
  *   Every fallible function returns int: ZKL_OK (0) on success, a negative
@@ -130,7 +133,8 @@ typedef enum zkl_log_level {
 
 /*
  * Log hook. msg is valid only during the call. Called on the client's event
- * thread or on the thread that made the call being logged, with no internal
+ * thread or on the thread that made the call being logged (with
+ * ZKL_CLIENT_DISPATCH: only in zkl_client_dispatch()), with no internal
  * lock held. The library never writes to stdout or stderr by itself.
  */
 typedef void (*zkl_log_fn)(void *ctx, int level, const char *msg);
@@ -165,7 +169,18 @@ typedef struct zkl_client_options {
    * parents it creates): ZKL_ACL_OPEN (0, the default) or ZKL_ACL_CREATOR,
    * which needs auth_scheme. */
   int acl;
+  /* ZKL_CLIENT_* flags; 0 = none. */
+  unsigned flags;
 } zkl_client_options_t;
+
+/* Flags of zkl_client_options_t.flags. */
+enum {
+  /* Callbacks (state changes and the log hook) wait until the program
+   * calls zkl_client_dispatch(), which runs them on its thread; the file
+   * descriptor of zkl_client_fd() is readable while any waits. The client
+   * still keeps its session on its own threads. */
+  ZKL_CLIENT_DISPATCH = 1 << 0
+};
 
 /* Values of zkl_client_options_t.acl. */
 enum {
@@ -232,6 +247,28 @@ ZKL_EXTERN int zkl_client_session_timeout(const zkl_client_t *client);
  * caller verify that reentrant calls cost no request. Thread-safe.
  */
 ZKL_EXTERN uint64_t zkl_client_request_count(const zkl_client_t *client);
+
+/*
+ * With ZKL_CLIENT_DISPATCH: a file descriptor that is readable (poll,
+ * epoll, select; level-triggered) while callbacks wait for
+ * zkl_client_dispatch(). The client owns it: do not read, write or close
+ * it. It lives as long as the client. Returns the descriptor, or ZKL_EINVAL
+ * (NULL client, or one made without ZKL_CLIENT_DISPATCH). Thread-safe.
+ */
+ZKL_EXTERN int zkl_client_fd(const zkl_client_t *client);
+
+/*
+ * With ZKL_CLIENT_DISPATCH: run, on the calling thread, the callbacks that
+ * were waiting when the call began (those posted meanwhile wait for the
+ * next call, and keep the descriptor readable). Never blocks on the
+ * network; when another thread is dispatching it waits for that thread
+ * to finish, so that callbacks still run one at a time. A callback may
+ * call zkl_client_dispatch() (it returns 0 at once) and anything a callback
+ * may call (see CALLBACKS). Returns how many callbacks ran (0 or more), or
+ * ZKL_EINVAL (NULL client, or one made without ZKL_CLIENT_DISPATCH),
+ * ZKL_EFORKED.
+ */
+ZKL_EXTERN int zkl_client_dispatch(zkl_client_t *client);
 
 /*
  * Wait until the client is connected, or until deadline_ms (zkl_now_ms()

@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -42,10 +44,19 @@ void zkl__fork_watch(void) {
 
 static int client_init(zkl_client_t *c, const char *hosts,
                        const zkl_client_options_t *o) {
-  if (pthread_mutex_init(&c->mu, NULL) != 0)
+  c->dispatch_fd = -1;
+  if (o && (o->flags & ZKL_CLIENT_DISPATCH) &&
+      (c->dispatch_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
     return ZKL_ESYSTEM;
+  if (pthread_mutex_init(&c->mu, NULL) != 0) {
+    if (c->dispatch_fd >= 0)
+      close(c->dispatch_fd);
+    return ZKL_ESYSTEM;
+  }
   if (zkl__cond_init(&c->cv) != ZKL_OK) {
     pthread_mutex_destroy(&c->mu);
+    if (c->dispatch_fd >= 0)
+      close(c->dispatch_fd);
     return ZKL_ESYSTEM;
   }
   c->hosts = zkl__strdup(hosts);
@@ -81,6 +92,8 @@ static int client_init(zkl_client_t *c, const char *hosts,
 
 static void client_free(zkl_client_t *c) {
   zkl__pdel_free_all(c);
+  if (c->dispatch_fd >= 0)
+    close(c->dispatch_fd);
   free(c->hosts);
   free(c->auth_scheme);
   if (c->auth) /* credentials: do not leave them in freed memory */
@@ -130,7 +143,8 @@ int zkl_client_create(zkl_client_t **out, const char *hosts,
                opts->log_level > ZKL_LOG_DEBUG ||
                (opts->auth_scheme && (!opts->auth_scheme[0] || !opts->auth)) ||
                (opts->acl != ZKL_ACL_OPEN && opts->acl != ZKL_ACL_CREATOR) ||
-               (opts->acl == ZKL_ACL_CREATOR && !opts->auth_scheme)))
+               (opts->acl == ZKL_ACL_CREATOR && !opts->auth_scheme) ||
+               (opts->flags & ~(unsigned)ZKL_CLIENT_DISPATCH)))
     return ZKL_EINVAL;
   zkl__fork_watch();
   c = calloc(1, sizeof *c);
@@ -138,7 +152,7 @@ int zkl_client_create(zkl_client_t **out, const char *hosts,
     return ZKL_ENOMEM;
   rc = client_init(c, hosts, opts);
   if (rc != ZKL_OK) {
-    if (rc == ZKL_ESYSTEM) { /* no lock or condition to destroy */
+    if (rc == ZKL_ESYSTEM) { /* nothing made to undo */
       free(c);
       return rc;
     }

@@ -4,10 +4,12 @@
  *
  * Watchers and completions run on ZooKeeper's completion thread under c->mu,
  * where no user code may run: they post a notice here, and the event thread
- * delivers it with no lock held. The loop also makes a new session when one
- * expired (session.c), closes dead handles, declares AT_RISK holds LOST when
- * the connection stays down too long, watches holds that lasted (acq.c), and
- * sends deletes that could not reach the server (deferred.c). */
+ * delivers it with no lock held; with ZKL_CLIENT_DISPATCH the program's own
+ * thread does, in zkl_client_dispatch(), when an eventfd says so. The loop
+ * also makes a new session when one expired (session.c), closes dead
+ * handles, declares AT_RISK holds LOST when the connection stays down too
+ * long, watches holds that lasted (acq.c), and sends deletes that could
+ * not reach the server (deferred.c). */
 #include "config.h"
 
 #include <errno.h>
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -41,11 +44,35 @@ struct zkl__event {
     va_end(ap);                                                                \
   } while (0)
 
+static void enqueue(zkl_client_t *c, struct zkl__event *ev);
+
 /* Called with no lock held. */
 void zkl__log(zkl_client_t *c, int level, const char *fmt, ...) {
+  struct zkl__event *ev;
   char msg[512];
   FORMAT_OR_RETURN(c, level, fmt, msg);
-  c->log_fn(c->log_ctx, level, msg);
+  if (c->dispatch_fd < 0) {
+    c->log_fn(c->log_ctx, level, msg);
+    return;
+  }
+  /* the program's dispatching thread runs the hook, and only it */
+  ev = calloc(1, sizeof *ev);
+  if (!ev || !(ev->msg = zkl__strdup(msg))) {
+    free(ev);
+    return;
+  }
+  ev->level = level;
+  pthread_mutex_lock(&c->mu);
+  enqueue(c, ev);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* Makes the dispatch descriptor readable (an eventfd counts up). */
+static void wake_dispatcher(zkl_client_t *c) {
+  uint64_t one = 1;
+  if (write(c->dispatch_fd, &one, sizeof one) < 0) {
+    /* EAGAIN: the counter is at its maximum, readable already */
+  }
 }
 
 static void enqueue(zkl_client_t *c, struct zkl__event *ev) {
@@ -54,6 +81,8 @@ static void enqueue(zkl_client_t *c, struct zkl__event *ev) {
   else
     c->evq_head = ev;
   c->evq_tail = ev;
+  if (c->dispatch_fd >= 0)
+    wake_dispatcher(c);
   pthread_cond_broadcast(&c->cv);
 }
 
@@ -120,8 +149,11 @@ void zkl__wait_cb_refs(zkl_client_t *c, zkl__queue_t *q) {
 
 /* ---- the event thread ----------------------------------------------------- */
 
+/* Whether the caller runs this client's callbacks (the event thread, or
+ * a thread in zkl_client_dispatch()); under c->mu. */
 int zkl__on_event_thread(zkl_client_t *c) {
-  return c->ev_running && pthread_equal(pthread_self(), c->ev_thread);
+  return (c->ev_running && pthread_equal(pthread_self(), c->ev_thread)) ||
+         (c->dispatching && pthread_equal(pthread_self(), c->dispatch_thread));
 }
 
 static void deliver_one(zkl_client_t *c) {
@@ -141,6 +173,43 @@ static void deliver_one(zkl_client_t *c) {
   free(ev->msg);
   free(ev);
   pthread_cond_broadcast(&c->cv);
+}
+
+int zkl_client_fd(const zkl_client_t *c) {
+  return c && c->dispatch_fd >= 0 ? c->dispatch_fd : ZKL_EINVAL;
+}
+
+int zkl_client_dispatch(zkl_client_t *c) {
+  struct zkl__event *ev;
+  uint64_t count;
+  int n = 0, todo = 0;
+  if (!c || c->dispatch_fd < 0)
+    return ZKL_EINVAL;
+  if (zkl__forked(c->fork_gen))
+    return ZKL_EFORKED;
+  pthread_mutex_lock(&c->mu);
+  if (zkl__on_event_thread(c)) { /* from a callback: it is running them */
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+  }
+  while (c->dispatching)
+    pthread_cond_wait(&c->cv, &c->mu);
+  c->dispatching = 1;
+  c->dispatch_thread = pthread_self();
+  /* reset the descriptor; what is posted from now on sets it again */
+  if (read(c->dispatch_fd, &count, sizeof count) < 0) {
+    /* EAGAIN: nothing was posted since the last reset */
+  }
+  for (ev = c->evq_head; ev; ev = ev->next)
+    todo++;
+  for (; n < todo && c->evq_head; n++)
+    deliver_one(c);
+  if (c->evq_head)
+    wake_dispatcher(c);
+  c->dispatching = 0;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  return n;
 }
 
 /* Teardown, once the event thread has stopped: notices never delivered. */
@@ -182,7 +251,7 @@ void *zkl__event_main(void *arg) {
       zkl__close_dead(c);
       continue;
     }
-    if (c->evq_head) {
+    if (c->evq_head && c->dispatch_fd < 0) {
       deliver_one(c);
       continue;
     }

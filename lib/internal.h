@@ -236,6 +236,11 @@ struct zkl_client {
 
   pthread_t ev_thread;
   int ev_running;
+  /* ZKL_CLIENT_DISPATCH: the eventfd readable while notices wait, or -1;
+   * the thread in zkl_client_dispatch(), if any (under c->mu). */
+  int dispatch_fd;
+  int dispatching;
+  pthread_t dispatch_thread;
   /* When the sleeping event thread wakes by itself (0: it is awake or
    * sleeps with no deadline); lets a new hold skip waking it. */
   int64_t ev_wake_at;
