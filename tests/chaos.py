@@ -490,11 +490,14 @@ def parse_client_line(line):
 
 # ---- one round: clients, faults, checks ----------------------------------------------
 class Round:
-    def __init__(self, opts, ens, proxies, store, rogue, seed, kinds, work, recipe):
+    def __init__(self, opts, ens, proxies, store, rogue, seed, kinds, work, recipe, bag):
         self.o, self.ens, self.proxies, self.store = opts, ens, proxies, store
         self.recipe = recipe
         self.rogue = rogue
         self.seed, self.kinds, self.work = seed, kinds, work
+        # the fault kinds still to draw, shared by the rounds of a run: a
+        # round too short for every kind leaves the rest to the next one
+        self.bag = bag
         self.rng = random.Random(seed)
         self.faults = dict((k, 0) for k in kinds)
         self.pauses = []  # (pid, t_stop, t_cont)
@@ -805,16 +808,14 @@ class Round:
         self.start_clients()
         t_start = time.monotonic()
         end = t_start + self.o.duration
-        order = []
         while True:
-            if not order:
-                order = list(self.kinds)
-                self.rng.shuffle(order)
-            kind = order.pop()
+            if not self.bag:
+                self.bag.extend(self.kinds)
+                self.rng.shuffle(self.bag)
             self.sleep(1, 3)
             if time.monotonic() >= end:
                 break
-            self.inject(kind)
+            self.inject(self.bag.pop())
         self.ens.healthy(90)
         hung, failed = self.stop_clients()
         secs = time.monotonic() - t_start
@@ -934,9 +935,10 @@ def main():
                       o.root, o.locks, ROGUE_AUTH if o.acl == "creator" else None,
                       os.path.join(work, "rogue.err"))
         log("rogue session 0x%s, straight to %s" % (rogue.session, ",".join(ens.servers())))
+        bag = []
         while rounds < o.rounds or time.monotonic() - t0 + o.duration <= o.until:
             r = Round(o, ens, proxies, store, rogue, seed + rounds, kinds, work,
-                      o.recipes[rounds % len(o.recipes)])
+                      o.recipes[rounds % len(o.recipes)], bag)
             try:
                 ok = r.run(rounds) and ok
             finally:
