@@ -115,7 +115,7 @@ def zombie():
     return os.path.exists(os.path.join(state, "zombie"))
 
 
-def client_to_server(c, s, held):
+def client_to_server(c, s, held, cutting):
     first = True  # the connect request has no request header
     try:
         while True:
@@ -132,17 +132,17 @@ def client_to_server(c, s, held):
             while held and stalled():
                 threading.Event().wait(0.05)
             slow_down()
+            cut = None
+            if not first and op in CREATE_OPS:
+                cut = take("cut-after-create")
+            elif not first and op == OP_DELETE:
+                cut = take("cut-after-delete")
+            if cut is not None:
+                cutting.set()  # no reply of the server's reaches the client now
             s.sendall(head + body)
             if first:
                 first = False
                 continue
-            if op < 0:
-                continue
-            cut = None
-            if op in CREATE_OPS:
-                cut = take("cut-after-create")
-            elif op == OP_DELETE:
-                cut = take("cut-after-delete")
             if cut is not None:
                 if cut.strip() == "stall":
                     open(os.path.join(state, "stall"), "w").close()
@@ -153,14 +153,14 @@ def client_to_server(c, s, held):
     close_pair(c, s)
 
 
-def server_to_client(c, s):
+def server_to_client(c, s, cutting):
     try:
         while True:
             d = s.recv(65536)
             if not d:
                 break
             slow_down()
-            if not zombie():
+            if not zombie() and not cutting.is_set():
                 c.sendall(d)
     except OSError:
         pass
@@ -218,8 +218,10 @@ def main():
             conns.append((c, s))
         held = stalled()
         event("connection" + (" stalled" if held else ""))
-        threading.Thread(target=client_to_server, args=(c, s, held), daemon=True).start()
-        threading.Thread(target=server_to_client, args=(c, s), daemon=True).start()
+        cutting = threading.Event()
+        threading.Thread(target=client_to_server, args=(c, s, held, cutting),
+                         daemon=True).start()
+        threading.Thread(target=server_to_client, args=(c, s, cutting), daemon=True).start()
 
 
 main()
