@@ -476,6 +476,11 @@ static int list(run_t *r, zkl__call_t *ls) {
       return RETRY;
     if ((rc = stopped_strict(r)) != ZKL_OK)
       return rc;
+    if (c->state != ZKL_CLIENT_CONNECTED) { /* as in read_set() */
+      if ((rc = reconnect(r, s, epoch)) != ZKL_OK)
+        return rc;
+      continue;
+    }
     s->refs++;
     zkl__call_init(ls, c, &a->cv);
     pthread_mutex_unlock(&c->mu);
@@ -636,6 +641,10 @@ static int read_set(run_t *r, waitset_t *w, uint64_t epoch) {
   zkl__session_t *s = a->sess;
   zkl__call_t calls[ZKL__WATCH_MAX], *ptrs[ZKL__WATCH_MAX];
   int i, k = 0, left, rc = ZKL_OK, hold = 0, relist = 0;
+  /* Sent while disconnected, the reads would wait in the C client for the
+   * reconnection or its failure, past our deadline: wait here instead. */
+  if (c->state != ZKL_CLIENT_CONNECTED)
+    return (rc = reconnect(r, s, epoch)) == ZKL_OK ? RELIST : rc;
   for (i = 0; i < w->plan.nwatch; i++) {
     if (!(a->wflags[i] & ZKL__W_READ))
       continue;
@@ -946,6 +955,12 @@ static int remove_node(zkl_client_t *c, zkl__acq_t *a, int judge) {
   a->sess = NULL;
   if (s->expired) {
     rc = ZSESSIONEXPIRED;
+  } else if (!judge && c->state != ZKL_CLIENT_CONNECTED) {
+    /* Nobody waits for this one's fate (an acquire giving up): a delete
+     * sent now would only wait for the reconnection, or for the C client
+     * to give up on it, past the caller's deadline. */
+    zkl__defer_delete(c, s, a->path);
+    rc = ZCONNECTIONLOSS;
   } else {
     zkl__call_init(&st, c, &a->cv);
     zkl__call_init(&del, c, &a->cv);
