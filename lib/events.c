@@ -44,29 +44,6 @@ struct zkl__event {
     va_end(ap);                                                                \
   } while (0)
 
-static void enqueue(zkl_client_t *c, struct zkl__event *ev);
-
-/* Called with no lock held. */
-void zkl__log(zkl_client_t *c, int level, const char *fmt, ...) {
-  struct zkl__event *ev;
-  char msg[512];
-  FORMAT_OR_RETURN(c, level, fmt, msg);
-  if (c->dispatch_fd < 0) {
-    c->log_fn(c->log_ctx, level, msg);
-    return;
-  }
-  /* the program's dispatching thread runs the hook, and only it */
-  ev = calloc(1, sizeof *ev);
-  if (!ev || !(ev->msg = zkl__strdup(msg))) {
-    free(ev);
-    return;
-  }
-  ev->level = level;
-  pthread_mutex_lock(&c->mu);
-  enqueue(c, ev);
-  pthread_mutex_unlock(&c->mu);
-}
-
 /* Makes the dispatch descriptor readable (an eventfd counts up). */
 static void wake_dispatcher(zkl_client_t *c) {
   uint64_t one = 1;
@@ -86,18 +63,36 @@ static void enqueue(zkl_client_t *c, struct zkl__event *ev) {
   pthread_cond_broadcast(&c->cv);
 }
 
-/* Under c->mu, where the hook must not run: the event thread delivers it. */
-void zkl__post_log(zkl_client_t *c, int level, const char *fmt, ...) {
-  struct zkl__event *ev;
-  char msg[512];
-  FORMAT_OR_RETURN(c, level, fmt, msg);
-  ev = calloc(1, sizeof *ev);
+/* Under c->mu: queue a log line for the hook. */
+static void post_line(zkl_client_t *c, int level, const char *msg) {
+  struct zkl__event *ev = calloc(1, sizeof *ev);
   if (!ev || !(ev->msg = zkl__strdup(msg))) {
     free(ev);
     return;
   }
   ev->level = level;
   enqueue(c, ev);
+}
+
+/* Called with no lock held. */
+void zkl__log(zkl_client_t *c, int level, const char *fmt, ...) {
+  char msg[512];
+  FORMAT_OR_RETURN(c, level, fmt, msg);
+  if (c->dispatch_fd < 0) {
+    c->log_fn(c->log_ctx, level, msg);
+    return;
+  }
+  /* the program's dispatching thread runs the hook, and only it */
+  pthread_mutex_lock(&c->mu);
+  post_line(c, level, msg);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* Under c->mu, where the hook must not run: the event thread delivers it. */
+void zkl__post_log(zkl_client_t *c, int level, const char *fmt, ...) {
+  char msg[512];
+  FORMAT_OR_RETURN(c, level, fmt, msg);
+  post_line(c, level, msg);
 }
 
 /* Under c->mu: queue a state change for the recipe's callback. */
