@@ -516,12 +516,16 @@ class Round:
         self.rogue_left = 0
         self.stolen = 0  # re-created nodes deleted by the holder they replaced
 
+    def client_log(self, i, ext):
+        # one pair per round: a failed round's logs outlive the rounds after it
+        return os.path.join(self.work, "seed%d-client%d.%s" % (self.seed, i, ext))
+
     def start_clients(self):
         exe = os.path.join(self.o.builddir, "tests", "chaos_client")
         hosts = ",".join(p.addr for p in self.proxies)
         for i in range(self.o.clients):
-            out = open(os.path.join(self.work, "client%d.out" % i), "w")
-            err = open(os.path.join(self.work, "client%d.err" % i), "w")
+            out = open(self.client_log(i, "out"), "w")
+            err = open(self.client_log(i, "err"), "w")
             cmd = [exe, "-s", hosts, "-r", self.o.root, "-l", self.o.locks, "-t", self.o.threads,
                    "-p", self.store.port, "-T", self.o.session_ms, "-i", i,
                    "-x", self.seed, "-u", self.o.think_us, "-W", self.o.wait_ms,
@@ -715,9 +719,9 @@ class Round:
     def client_totals(self):
         tot = {}
         for i in range(len(self.procs)):
-            with open(os.path.join(self.work, "client%d.out" % i)) as f:
+            with open(self.client_log(i, "out")) as f:
                 lines = [line for line in f if "cycles=" in line]
-            with open(os.path.join(self.work, "client%d.err" % i)) as f:
+            with open(self.client_log(i, "err")) as f:
                 err = f.read().strip()
             if err:
                 log("client %d stderr:\n%s" % (i, err[-2000:]))

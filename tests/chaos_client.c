@@ -202,15 +202,19 @@ static void section(int fd, char op, int k, uint64_t token, int64_t acquired, un
   if (strncmp(rep, "OK", 2) != 0) atomic_fetch_add(&stale, 1);
 }
 
+/* Counts an error the run must not have, with a line saying which. */
+static void failed(const char *what, int rc) {
+  fprintf(stderr, "chaos_client %d: %s: %s\n", id, what, zkl_err_name(rc));
+  atomic_fetch_add(&errors, 1);
+}
+
 /* Counts an acquire's failure; 1 if the cycle goes on. */
 static int acquired_ok(int rc, const char *what) {
   if (rc == ZKL_OK) return 1;
   if (rc == ZKL_ETIMEDOUT) atomic_fetch_add(&timeouts, 1);
   else if (rc == ZKL_EREVOKED) atomic_fetch_add(&revoked, 1);
-  else if (rc != ZKL_ECANCELED) {
-    fprintf(stderr, "chaos_client %d: %s: %s\n", id, what, zkl_err_name(rc));
-    atomic_fetch_add(&errors, 1);
-  }
+  else if (rc != ZKL_ECANCELED)
+    failed(what, rc);
   return 0;
 }
 
@@ -219,10 +223,8 @@ static void released(int fd, int rc, int k, uint64_t token, const char *what) {
   if (rc == ZKL_ELOST) {
     atomic_fetch_add(&lost, 1);
     report_lost(fd, k, token, "unlock");
-  } else if (rc != ZKL_OK) {
-    fprintf(stderr, "chaos_client %d: %s: %s\n", id, what, zkl_err_name(rc));
-    atomic_fetch_add(&errors, 1);
-  }
+  } else if (rc != ZKL_OK)
+    failed(what, rc);
 }
 
 static void rw_cycle(int fd, int k, unsigned *rs) {
@@ -234,11 +236,17 @@ static void rw_cycle(int fd, int k, unsigned *rs) {
   if (!acquired_ok(rc, write ? "wrlock" : "rdlock")) return;
   acquired = zkl_now_ms();
   note_max(&max_wait, (long)(acquired - t0));
-  if (zkl_rwlock_token(rwlocks[k], &token) != ZKL_OK) atomic_fetch_add(&errors, 1);
+  if ((rc = zkl_rwlock_token(rwlocks[k], &token)) != ZKL_OK) failed("token", rc);
   if (write) fenced_update(fd, k, token, acquired, rs);
   if (down) {
     /* the Java way: read while writing, then let the write go */
-    if (zkl_rwlock_rdlock(rwlocks[k]) != ZKL_OK) atomic_fetch_add(&errors, 1);
+    rc = zkl_rwlock_rdlock(rwlocks[k]);
+    if (rc == ZKL_ELOST) { /* lost while writing (paused, deleted): no read level to take */
+      released(fd, zkl_rwlock_wrunlock(rwlocks[k]), k, token, "unlock after loss");
+      atomic_fetch_add(&cycles, 1);
+      return;
+    }
+    if (rc != ZKL_OK) failed("rdlock over wrlock", rc);
     rc = zkl_rwlock_wrunlock(rwlocks[k]);
     if (rc == ZKL_ELOST) { /* the whole hold is gone */
       released(fd, rc, k, token, "downgrade");
@@ -260,7 +268,8 @@ static void sem_cycle(int fd, int k, unsigned *rs) {
   if (!acquired_ok(zkl_semaphore_timedacquire(sems[k], t0 + wait_ms, &l), "acquire")) return;
   acquired = zkl_now_ms();
   note_max(&max_wait, (long)(acquired - t0));
-  if (zkl_lease_token(l, &token) != ZKL_OK) atomic_fetch_add(&errors, 1);
+  int rc = zkl_lease_token(l, &token);
+  if (rc != ZKL_OK) failed("token", rc);
   section(fd, 'S', k, token, acquired, rs);
   released(fd, zkl_lease_release(l), k, token, "release");
   atomic_fetch_add(&cycles, 1);
@@ -292,7 +301,8 @@ static void one_cycle(int fd, unsigned *rs) {
   if (!acquired_ok(zkl_mutex_timedlock(mutexes[k], t0 + wait_ms), "lock")) return;
   acquired = zkl_now_ms();
   note_max(&max_wait, (long)(acquired - t0));
-  if (zkl_mutex_token(mutexes[k], &token) != ZKL_OK) atomic_fetch_add(&errors, 1);
+  int rc = zkl_mutex_token(mutexes[k], &token);
+  if (rc != ZKL_OK) failed("token", rc);
   fenced_update(fd, k, token, acquired, rs);
   released(fd, zkl_mutex_unlock(mutexes[k]), k, token, "unlock");
   atomic_fetch_add(&cycles, 1);

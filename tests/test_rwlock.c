@@ -187,6 +187,28 @@ static void test_reentrancy_and_upgrade(void) {
   zkl_client_destroy(c);
 }
 
+/* A write hold deleted by someone else: a read level over it (the Java
+ * way to downgrade) reports the loss instead of adding to it, and the
+ * release that follows says ZKL_ELOST too. */
+static void test_lost_write_hold(void) {
+  zkl_client_t *c = client(10000);
+  zkl_rwlock_t *rw;
+  char path[256];
+  new_root();
+  rw = rwlock(c, "gone", 0);
+  CHECK_RC(zkl_rwlock_wrlock(rw), ZKL_OK);
+  CHECK_RC(zkl_rwlock_node_path(rw, path, sizeof path), ZKL_OK);
+  CHECK_INT(zoo_delete(admin, path, -1), ==, ZOK);
+  CHECK_RC(zkl_rwlock_verify(rw), ZKL_ELOST);
+  CHECK_RC(zkl_rwlock_rdlock(rw), ZKL_ELOST);
+  CHECK_RC(zkl_rwlock_wrunlock(rw), ZKL_ELOST);
+  CHECK_INT(zkl_rwlock_state(rw), ==, ZKL_STATE_NONE);
+  CHECK_RC(zkl_rwlock_rdlock(rw), ZKL_OK); /* the object is usable again */
+  CHECK_RC(zkl_rwlock_rdunlock(rw), ZKL_OK);
+  CHECK_RC(zkl_rwlock_destroy(rw), ZKL_OK);
+  zkl_client_destroy(c);
+}
+
 /* FIFO: a reader never passes a writer queued before it. */
 static void test_no_writer_starvation(void) {
   struct job r1, w, r2;
@@ -413,6 +435,7 @@ int main(void) {
   admin_open();
   RUN(test_readers_share_writers_exclude);
   RUN(test_reentrancy_and_upgrade);
+  RUN(test_lost_write_hold);
   RUN(test_no_writer_starvation);
   RUN(test_downgrade_is_atomic);
   RUN(test_writer_watches_reader_group);
