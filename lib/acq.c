@@ -105,9 +105,15 @@ void zkl__acqs_expired(zkl_client_t *c, zkl__session_t *s) {
       lose(c, a);
     else {
       a->session_lost = 1;
-      pthread_cond_broadcast(&a->cv);
+      zkl__acq_kick(a);
     }
   }
+}
+
+void zkl__acqs_kick(zkl_client_t *c) {
+  zkl__acq_t *a;
+  for (a = c->acqs; a; a = a->next)
+    zkl__acq_kick(a);
 }
 
 void zkl__acqs_expire_at_risk(zkl_client_t *c) {
@@ -162,7 +168,7 @@ static void on_verified(zkl__call_t *call) {
                                       : "replaced by someone else's node");
     } else if (gone) {
       a->revoked = 1;
-      pthread_cond_broadcast(&a->cv);
+      zkl__acq_kick(a);
     }
   }
   zkl__session_put(c, v->s);
@@ -242,7 +248,7 @@ static void own_event(zkl_client_t *c, zkl__acq_t *a, int type) {
     } else if (atomic_load_explicit(&a->state, memory_order_relaxed) ==
                ZKL_STATE_NONE) {
       a->revoked = 1;
-      pthread_cond_broadcast(&a->cv);
+      zkl__acq_kick(a);
     }
   } else if (a->sess && !a->sess->expired &&
              atomic_load_explicit(&a->state, memory_order_relaxed) !=
@@ -258,7 +264,7 @@ void zkl__path_watcher(zhandle_t *zh, int type, int state, const char *path,
                        void *ctx) {
   zkl_client_t *c = ctx;
   zkl__acq_t *a;
-  int i;
+  int i, hit;
   (void)state;
   if (type == ZOO_SESSION_EVENT || !path)
     return;
@@ -266,14 +272,16 @@ void zkl__path_watcher(zhandle_t *zh, int type, int state, const char *path,
   for (a = c->acqs; a; a = a->next) {
     if (!a->sess || a->sess->zh != zh)
       continue;
-    for (i = 0; i < a->nwatch; i++)
+    for (i = hit = 0; i < a->nwatch; i++)
       if (strcmp(a->watch[i], path) == 0) {
         a->wflags[i] |=
             type == ZOO_DELETED_EVENT ? ZKL__W_GONE : ZKL__W_CHANGED;
-        pthread_cond_broadcast(&a->cv);
+        hit = 1;
       }
     if (a->path && strcmp(a->path, path) == 0)
       own_event(c, a, type);
+    if (hit)
+      zkl__acq_kick(a);
   }
   pthread_mutex_unlock(&c->mu);
 }

@@ -201,6 +201,7 @@ struct zkl__acq {
   int nwatch;
   int session_lost;
   int revoked; /* our waiting node was deleted or replaced by someone */
+  struct zkl__run *run;  /* while acquiring: the protocol's machine (queue.c) */
   pthread_cond_t cv;
   zkl__acq_t *prev, *next; /* client's list of acquisitions */
 };
@@ -299,6 +300,11 @@ ZKL__HIDDEN void zkl__acqs_connected(zkl_client_t *c, zkl__session_t *s);
 ZKL__HIDDEN void zkl__acqs_disconnected(zkl_client_t *c, zkl__session_t *s);
 ZKL__HIDDEN void zkl__acqs_expired(zkl_client_t *c, zkl__session_t *s);
 ZKL__HIDDEN void zkl__acqs_expire_at_risk(zkl_client_t *c);
+/* Something an acquisition may wait for happened (a connection, an
+ * expiry, a watched node, a cancel): its run looks again (queue.c). Every
+ * acquisition of c, or one. Under c->mu. */
+ZKL__HIDDEN void zkl__acqs_kick(zkl_client_t *c);
+ZKL__HIDDEN void zkl__acq_kick(zkl__acq_t *a);
 ZKL__HIDDEN int64_t zkl__acqs_watch_due(zkl_client_t *c);
 /* Under c->mu: getData with a watch on a's own node (unless the queue
  * opted out of own-node watches, then without). The answer, on the

@@ -41,19 +41,67 @@ enum {
  * parent can be reaped between our mkdir and our create, but not forever. */
 #define NONODE_RETRIES 8
 
+/* Where we wait: the paths to watch and the rule of policy.c's plan. */
 typedef struct {
+  zkl__plan_t plan;
+  char *paths[ZKL__WATCH_MAX];
+} waitset_t;
+
+static void waitset_free(waitset_t *w) {
+  int i;
+  for (i = 0; i < w->plan.nwatch; i++)
+    free(w->paths[i]);
+  w->plan.nwatch = 0;
+}
+
+typedef struct zkl__run run_t;
+typedef void (*step_fn)(zkl__acq_t *a);
+
+/* One acquisition's run through the protocol: a machine of steps. A step
+ * runs under c->mu and never waits: it sends requests and names the step
+ * that takes their answers, or parks until something it waits for
+ * happens, or ends the run. Whoever makes progress possible moves the
+ * machine on (advance()): the last answer's completion, an event on the
+ * connection or a watched node (zkl__acq_kick), or the thread that waits
+ * for the run to end, when a parked step's time comes. */
+struct zkl__run {
   zkl__queue_t *q;
-  zkl__acq_t *a;
   int mode;
   int64_t deadline; /* -1: none */
   uint64_t gen;     /* q->cancel_gen when we started */
-  int shared;       /* join with the queue's shared marker */
   int waited;       /* we waited for someone (a semaphore relays) */
   int behind;       /* our last listing had contenders after us */
   int agreed;       /* the queue's directory data matched q->dir_data */
   int nonode;
   int first; /* no look at the queue yet */
-} run_t;
+
+  step_fn next;     /* runs when nothing is in flight and we are not parked */
+  int inflight;     /* requests sent, not yet answered */
+  int parked;       /* waiting for an event, or for wake_at */
+  int64_t wake_at;  /* parked: when to look again unasked (-1: never) */
+  int done, outcome;
+
+  uint64_t epoch;   /* c->conn_epoch when this look at the queue began */
+  int have_list, fresh;
+  zkl__call_t cr, ls, gd, aux, sy;
+  zkl__session_t *s;   /* joining on it (a reference), until adopted */
+  zkl__session_t *rs;  /* the session a request in flight went on (a ref) */
+  uint64_t repoch;     /* c->conn_epoch when that request went */
+  char *mk;            /* making parents: the component being made */
+  int rec_i;           /* recovering: the next listed name to look at */
+  char *rec_path;
+  int tries;           /* agreeing on the directory's data */
+  /* waiting for a usable connection: then() gets the verdict */
+  zkl__session_t *cs;
+  uint64_t cepoch;
+  void (*then)(zkl__acq_t *a, int rc);
+  /* waiting for the wait set */
+  waitset_t w;
+  unsigned char wflags[ZKL__WATCH_MAX];
+  zkl__call_t *reads;
+  int64_t until;
+  int polled, gone_all, gone_any, changed;
+};
 
 static void queue_fini(zkl__queue_t *q);
 
@@ -147,7 +195,7 @@ static int is_session_error(int rc) {
 }
 
 /* Why the acquisition must end now, or ZKL_OK. `lenient`: the deadline is
- * not checked (see run()). */
+ * not checked (see step_top()). */
 static int halt(const run_t *r, int lenient) {
   zkl_client_t *c = r->q->c;
   if (c->stopping)
@@ -167,22 +215,84 @@ static int stopped(const run_t *r) { return halt(r, r->first); }
  * failed listing): the deadline holds even on the first look. */
 static int stopped_strict(const run_t *r) { return halt(r, 0); }
 
-/* Waits for a usable connection after a request failed on session s at
- * connection epoch `epoch`; also wakes for cancellation. */
-static int reconnect(run_t *r, zkl__session_t *s, uint64_t epoch) {
-  zkl_client_t *c = r->q->c;
-  int rc;
-  while ((rc = stopped(r)) == ZKL_OK) {
-    int64_t step = zkl_now_ms() + 200; /* re-check cancellation */
-    if (r->deadline >= 0 && r->deadline <= step) {
-      rc = zkl__wait_usable(c, s, epoch, r->deadline);
-      return rc;
-    }
-    rc = zkl__wait_usable(c, s, epoch, step);
-    if (rc != ZKL_ETIMEDOUT)
-      return rc;
+/* ---- the machine ---------------------------------------------------------- */
+
+static void advance(zkl__acq_t *a) {
+  run_t *r = a->run;
+  while (!r->done && !r->inflight && !r->parked)
+    r->next(a);
+  /* the waiting thread sleeps until the end, or a parked step's time */
+  pthread_cond_broadcast(&a->cv);
+}
+
+void zkl__acq_kick(zkl__acq_t *a) {
+  run_t *r = a->run;
+  if (!r || r->done || !r->parked)
+    return;
+  r->parked = 0;
+  advance(a);
+}
+
+static void park(zkl__acq_t *a, step_fn again, int64_t wake_at) {
+  a->run->next = again;
+  a->run->wake_at = wake_at;
+  a->run->parked = 1;
+}
+
+static void finish(zkl__acq_t *a, int rc) {
+  a->run->done = 1;
+  a->run->outcome = rc;
+}
+
+/* A request's answer: the step named in r->next takes them all. */
+static void on_reply(zkl__call_t *call) {
+  zkl__acq_t *a = call->ctx;
+  if (--a->run->inflight == 0)
+    advance(a);
+}
+
+static void prep(zkl__acq_t *a, zkl__call_t *call) {
+  zkl__call_init_fn(call, a->q->c, on_reply, a);
+}
+
+/* Counts a request sent by zkl__<request>(); one the C client refused is
+ * answered at once with its code. */
+static void sent(zkl__acq_t *a, zkl__call_t *call, int rc) {
+  if (rc == ZOK) {
+    a->run->inflight++;
+  } else {
+    call->rc = rc;
+    call->done = 1;
   }
-  return rc;
+}
+
+/* Waits for a usable connection after a request failed on session s at
+ * connection epoch `epoch`, then hands then() ZKL_OK or why the wait
+ * ended. */
+static void step_conn(zkl__acq_t *a);
+static void await_conn(zkl__acq_t *a, zkl__session_t *s, uint64_t epoch,
+                       void (*then)(zkl__acq_t *, int)) {
+  run_t *r = a->run;
+  r->cs = s;
+  r->cepoch = epoch;
+  r->then = then;
+  r->next = step_conn;
+}
+
+static void step_conn(zkl__acq_t *a) {
+  run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  int rc = stopped(r);
+  if (rc == ZKL_OK && c->state == ZKL_CLIENT_CONNECTED &&
+      (c->conn_epoch != r->cepoch || c->sess != r->cs))
+    rc = ZKL_OK;
+  else if (rc == ZKL_OK && r->deadline >= 0 && zkl_now_ms() >= r->deadline)
+    rc = ZKL_ETIMEDOUT;
+  else if (rc == ZKL_OK) {
+    park(a, step_conn, r->deadline);
+    return;
+  }
+  r->then(a, rc);
 }
 
 /* Forget our node (it is gone with its session, or was deleted, or is
@@ -197,22 +307,215 @@ static void drop_node(zkl_client_t *c, zkl__acq_t *a) {
   a->own_watch = ZKL__OWN_NONE;
 }
 
-/* One create of a container node on s, waited for; its ZooKeeper code. */
-static int make_dir(run_t *r, zkl__session_t *s, const char *path,
-                    const char *data) {
-  zkl_client_t *c = r->q->c;
-  zkl__call_t cr, *ptrs[1] = {&cr};
-  int rc;
-  zkl__call_init(&cr, c, &r->a->cv);
-  pthread_mutex_unlock(&c->mu);
-  zkl__create(&cr, s, path, data, data ? (int)strlen(data) : -1,
-              ZOO_CONTAINER);
-  pthread_mutex_lock(&c->mu);
-  zkl__call_wait(ptrs, 1);
-  rc = cr.rc;
-  zkl__call_free(&cr);
-  return rc == ZNODEEXISTS ? ZOK : rc;
+/* Decide, leaving our node alone when it is not ours to delete. */
+static void end_run(zkl__acq_t *a, int rc) {
+  if (rc == ZKL_EREVOKED)
+    drop_node(a->q->c, a);
+  finish(a, rc);
 }
+
+/* Our node is not where it must be, or not ours. Gone with an expired
+ * session, it is no one's doing: join again. Deleted or replaced while
+ * the session lives, it was revoked by another client, and joining again
+ * at the tail behind its back would be wrong. */
+static int gone(zkl__acq_t *a) {
+  zkl_client_t *c = a->q->c;
+  if (a->sess && a->sess == c->sess && !a->sess->expired && !a->session_lost) {
+    zkl__post_log(c, ZKL_LOG_WARN, "%s: our waiting node was %s",
+                  a->path ? a->path : a->q->dir,
+                  a->revoked ? "deleted or replaced by another client"
+                             : "deleted by another client");
+    return ZKL_EREVOKED;
+  }
+  return RETRY;
+}
+
+/* ---- a look at the queue: the top of every pass --------------------------- */
+
+static void step_join(zkl__acq_t *a);
+static void step_list_start(zkl__acq_t *a);
+static void step_position(zkl__acq_t *a);
+static void step_wait(zkl__acq_t *a);
+static void confirm(zkl__acq_t *a, int fresh);
+
+/* A lock free now is taken whatever the deadline (as with
+ * pthread_mutex_timedlock): the deadline is not checked until our first
+ * look at the queue, which normally comes with the create, or after making
+ * the queue's missing parents on first use. Waits for the network still
+ * honour it, and so does every request that only trouble makes necessary,
+ * so that a slow or broken link makes us overrun the deadline by at most
+ * the round trip under way (and the delete of our node), not by one round
+ * trip per recovery step. */
+static void step_top(zkl__acq_t *a) {
+  run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  int rc = stopped(r);
+  if (rc != ZKL_OK) {
+    finish(a, rc);
+    return;
+  }
+  if (a->session_lost || (a->path && !a->sess))
+    drop_node(c, a);
+  r->epoch = c->conn_epoch;
+  r->have_list = r->fresh = 0;
+  r->next = a->path ? step_list_start : step_join;
+}
+
+/* What a look at the queue came to (a position, an owner's confirmation,
+ * a wait): hold, look again, join again, wait, or end. */
+static void after_look(zkl__acq_t *a, int rc) {
+  run_t *r = a->run;
+  if (rc == HOLD) {
+    finish(a, ZKL_OK);
+    return;
+  }
+  r->first = 0;
+  if (rc == RELIST) {
+    r->next = step_top;
+  } else if (rc == RETRY) {
+    drop_node(a->q->c, a);
+    r->next = step_top;
+  } else if (rc != ZKL_OK) {
+    end_run(a, rc);
+  } else if (r->mode == ZKL__TRY) {
+    waitset_free(&r->w);
+    finish(a, ZKL_EBUSY);
+  } else {
+    r->next = step_wait;
+  }
+}
+
+/* ---- joining: create + getChildren in one round trip ---------------------- */
+
+static void joined(zkl__acq_t *a);
+
+/* How a join ended, when it did not end with our node: REJOIN (parents
+ * made) keeps the first look lenient; RETRY joins again. */
+static void join_failed(zkl__acq_t *a, int rc) {
+  run_t *r = a->run;
+  if (rc == REJOIN) {
+    r->next = step_top;
+    return;
+  }
+  r->first = 0;
+  if (rc == RETRY)
+    r->next = step_top;
+  else if (rc == ZKL_OK)
+    joined(a);
+  else
+    finish(a, rc);
+}
+
+static void step_joined(zkl__acq_t *a);
+
+static void step_join(zkl__acq_t *a) {
+  run_t *r = a->run;
+  zkl__queue_t *q = a->q;
+  zkl_client_t *c = q->c;
+  /* the directory is read once per incarnation: a listing tells which */
+  int read_dir = q->dir_data && !q->dir_czxid;
+  char *path, *full, *data = NULL;
+  size_t len = 0;
+  int rc;
+
+  if ((rc = zkl__guid(a->guid)) != ZKL_OK) {
+    finish(a, rc);
+    return;
+  }
+  path = zkl__join(q->prefix, a->guid);
+  full = path ? zkl__join(path, a->shared ? q->marker_shared : q->marker)
+              : NULL;
+  free(path);
+  if (!full || (rc = zkl__node_data(q->id, q->user_data, q->user_len, &data,
+                                    &len)) != ZKL_OK) {
+    free(full);
+    finish(a, full ? rc : ZKL_ENOMEM);
+    return;
+  }
+  r->s = zkl__session_get(c);
+  prep(a, &r->gd);
+  prep(a, &r->cr);
+  prep(a, &r->ls);
+  if (read_dir) /* first: what the directory says binds a node made after */
+    sent(a, &r->gd, zkl__get(&r->gd, r->s, q->dir, 0));
+  sent(a, &r->cr,
+       zkl__create(&r->cr, r->s, full, data, (int)len,
+                   ZOO_EPHEMERAL_SEQUENTIAL));
+  sent(a, &r->ls, zkl__children(&r->ls, r->s, q->dir));
+  free(full);
+  free(data);
+  r->next = step_joined;
+}
+
+/* Adopt a node we created (from a create reply, or found again by guid);
+ * takes the run's reference to the session. */
+static void adopt(zkl__acq_t *a, char *path, const struct Stat *st) {
+  run_t *r = a->run;
+  const char *base = strrchr(path, '/');
+  int kind;
+  a->path = path;
+  a->czxid = st->czxid;
+  a->sess = r->s;
+  r->s = NULL;
+  if (!zkl__name_parse(base ? base + 1 : path, &a->seq, &kind))
+    a->seq = 0;
+}
+
+static void step_mkdir(zkl__acq_t *a);
+static void recover(zkl__acq_t *a, uint64_t epoch);
+static void join_reconnected(zkl__acq_t *a, int rc);
+
+static void step_joined(zkl__acq_t *a) {
+  run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  int rc = r->cr.rc;
+  if (rc == ZOK) {
+    adopt(a, r->cr.path, &r->cr.stat);
+    r->cr.path = NULL;
+    r->nonode = 0;
+    r->first = 0; /* any other pass is trouble */
+    joined(a);
+    return;
+  }
+  zkl__call_free(&r->cr);
+  zkl__call_free(&r->ls);
+  zkl__call_free(&r->gd);
+  r->gd.rc = ZCONNECTIONLOSS; /* not read: agree() reads it again */
+  /* The listing's names are gone, but not its code, which may be ZOK
+   * (the create failed for want of memory, the listing did not): recovery
+   * can still adopt our node, and the look that follows would take the
+   * empty list for a fresh one and our node for deleted. Found by the
+   * model (model/, F2). */
+  r->ls.rc = ZCONNECTIONLOSS;
+  if (rc == ZNONODE) {
+    rc = ++r->nonode > NONODE_RETRIES ? ZNONODE
+         : !(r->mk = zkl__strdup(a->q->dir)) ? ZKL_ENOMEM
+                                              : ZOK;
+    if (rc != ZOK) {
+      zkl__session_put(c, r->s);
+      r->s = NULL;
+      join_failed(a, rc);
+      return;
+    }
+    r->next = step_mkdir;
+  } else if (zkl__is_conn_error(rc) || rc == ZKL_ENOMEM) {
+    recover(a, rc == ZKL_ENOMEM ? 0 : r->epoch);
+  } else if (is_session_error(rc)) {
+    await_conn(a, r->s, r->epoch, join_reconnected);
+  } else {
+    zkl__session_put(c, r->s);
+    r->s = NULL;
+    join_failed(a, rc);
+  }
+}
+
+static void join_reconnected(zkl__acq_t *a, int rc) {
+  zkl__session_put(a->q->c, a->run->s);
+  a->run->s = NULL;
+  join_failed(a, rc == ZKL_OK ? RETRY : rc);
+}
+
+/* ---- making the queue's parents ------------------------------------------- */
 
 /* Creates the missing components of q->dir as container nodes, deepest
  * first: the immediate parent, then, only on ZNONODE, one level up, and
@@ -220,63 +523,45 @@ static int make_dir(run_t *r, zkl__session_t *s, const char *path,
  * own parent, which the server checks before it answers "exists": on a
  * secured ensemble that is often not ours to have, and asking only for
  * what is missing costs one round trip in the common case. */
-static int make_parents(run_t *r, zkl__session_t *s) {
-  const char *dir = r->q->dir;
-  char *path = zkl__strdup(dir);
-  size_t len;
-  int rc;
-  if (!path)
-    return ZKL_ENOMEM;
-  len = strlen(path);
-  for (;;) {
-    /* the queue's own directory carries what its members agree on */
-    rc = make_dir(r, s, path, strlen(path) == len ? r->q->dir_data : NULL);
-    if (rc == ZNONODE && strchr(path + 1, '/')) {
-      *strrchr(path, '/') = '\0'; /* its parent first */
-      continue;
-    }
-    if (rc != ZOK || strlen(path) == len)
-      break;
-    path[strlen(path)] = '/'; /* one level back down */
-  }
-  free(path);
-  return rc;
+static void step_mkdir_done(zkl__acq_t *a);
+
+static void step_mkdir(zkl__acq_t *a) {
+  run_t *r = a->run;
+  zkl__queue_t *q = a->q;
+  /* the queue's own directory carries what its members agree on */
+  const char *d = strlen(r->mk) == strlen(q->dir) ? q->dir_data : NULL;
+  prep(a, &r->aux);
+  sent(a, &r->aux,
+       zkl__create(&r->aux, r->s, r->mk, d, d ? (int)strlen(d) : -1,
+                   ZOO_CONTAINER));
+  r->next = step_mkdir_done;
 }
 
-/* Adopt a node we created (from a create reply, or found again by guid). */
-static void adopt(run_t *r, zkl__session_t *s, char *path,
-                  const struct Stat *st) {
-  zkl__acq_t *a = r->a;
-  const char *base = strrchr(path, '/');
-  a->path = path;
-  a->czxid = st->czxid;
-  a->sess = s; /* takes the caller's reference */
-  int kind;
-  if (!zkl__name_parse(base ? base + 1 : path, &a->seq, &kind))
-    a->seq = 0;
+static void step_mkdir_done(zkl__acq_t *a) {
+  run_t *r = a->run;
+  size_t len = strlen(a->q->dir);
+  int rc = r->aux.rc == ZNODEEXISTS ? ZOK : r->aux.rc;
+  zkl__call_free(&r->aux);
+  if (rc == ZNONODE && strchr(r->mk + 1, '/')) {
+    *strrchr(r->mk, '/') = '\0'; /* its parent first */
+    r->next = step_mkdir;
+    return;
+  }
+  if (rc == ZOK && strlen(r->mk) != len) {
+    r->mk[strlen(r->mk)] = '/'; /* one level back down */
+    r->next = step_mkdir;
+    return;
+  }
+  free(r->mk);
+  r->mk = NULL;
+  zkl__session_put(a->q->c, r->s);
+  r->s = NULL;
+  join_failed(a, rc == ZOK ? REJOIN
+                 : zkl__is_conn_error(rc) || is_session_error(rc) ? RETRY
+                                                                  : rc);
 }
 
-/* Reads the node `name` found with our guid, and adopts it if its owner is
- * this very session: ZKL_OK, RETRY (gone, or not ours), a ZooKeeper code,
- * or ZKL_ENOMEM. */
-static int adopt_if_ours(run_t *r, zkl__session_t *s, const char *name) {
-  zkl_client_t *c = r->q->c;
-  zkl__call_t st, *ptrs[1] = {&st};
-  char *path = zkl__join(r->q->prefix, name);
-  if (!path)
-    return ZKL_ENOMEM;
-  zkl__call_init(&st, c, &r->a->cv);
-  pthread_mutex_unlock(&c->mu);
-  zkl__exists(&st, s, path);
-  pthread_mutex_lock(&c->mu);
-  zkl__call_wait(ptrs, 1);
-  if (st.rc == ZOK && st.stat.ephemeralOwner == s->id && !s->expired) {
-    adopt(r, s, path, &st.stat);
-    return ZKL_OK;
-  }
-  free(path);
-  return st.rc == ZOK || st.rc == ZNONODE ? RETRY : st.rc;
-}
+/* ---- recovering a create whose reply was lost ----------------------------- */
 
 /* The reply to our create was lost. Find our node again by its guid, and
  * adopt it only if its ephemeral owner is this very session: a node left by
@@ -285,152 +570,346 @@ static int adopt_if_ours(run_t *r, zkl__session_t *s, const char *name) {
  * node, which would then block the queue, us included (model/, F4).
  * `epoch` 0 lists at once if connected (the create failed with the
  * connection up, for want of memory: no reconnection is coming, F3). */
-static int recover(run_t *r, zkl__session_t *s, uint64_t epoch) {
-  zkl_client_t *c = r->q->c;
-  for (;;) {
-    zkl__call_t sy, ls, *ptrs[2] = {&sy, &ls};
-    int i, rc = reconnect(r, s, epoch);
-    if (rc != ZKL_OK) {
-      zkl__defer_find_delete(c, s, r->q->dir, r->a->guid);
-      zkl__session_put(c, s);
-      return rc;
-    }
-    if (c->sess != s) { /* expired: whatever we made died with it */
-      zkl__session_put(c, s);
-      return RETRY;
-    }
-    if ((rc = stopped_strict(r)) != ZKL_OK) {
-      zkl__defer_find_delete(c, s, r->q->dir, r->a->guid);
-      zkl__session_put(c, s);
-      return rc;
-    }
-    epoch = c->conn_epoch;
-    zkl__call_init(&sy, c, &r->a->cv);
-    zkl__call_init(&ls, c, &r->a->cv);
-    pthread_mutex_unlock(&c->mu);
-    /* sync first: the server we read from has then seen every write the
-     * leader committed before it, our create included if it happened. */
-    zkl__sync(&sy, s, r->q->dir);
-    zkl__children(&ls, s, r->q->dir);
-    pthread_mutex_lock(&c->mu);
-    zkl__call_wait(ptrs, 2);
-    zkl__call_free(&sy);
-    rc = ls.rc == ZOK ? RETRY : ls.rc;
-    for (i = 0; ls.rc == ZOK && rc == RETRY && i < ls.kids.count; i++)
-      if (strstr(ls.kids.data[i], r->a->guid))
-        rc = adopt_if_ours(r, s, ls.kids.data[i]);
-    zkl__call_free(&ls);
-    if (rc == ZKL_OK)
-      return ZKL_OK; /* adopt() took our reference to s */
-    if (zkl__is_conn_error(rc))
+static void recover_connected(zkl__acq_t *a, int rc);
+
+static void recover(zkl__acq_t *a, uint64_t epoch) {
+  await_conn(a, a->run->s, epoch, recover_connected);
+}
+
+/* The recovery gave up: whatever we made must not outlive it. */
+static void recover_failed(zkl__acq_t *a, int rc) {
+  run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  if (rc != RETRY)
+    zkl__defer_find_delete(c, r->s, a->q->dir, a->guid);
+  zkl__session_put(c, r->s);
+  r->s = NULL;
+  join_failed(a, rc);
+}
+
+static void step_recover_list(zkl__acq_t *a);
+
+static void recover_connected(zkl__acq_t *a, int rc) {
+  run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  if (rc == ZKL_OK && c->sess != r->s) {
+    /* expired: whatever we made died with it */
+    recover_failed(a, RETRY);
+    return;
+  }
+  if (rc != ZKL_OK || (rc = stopped_strict(r)) != ZKL_OK) {
+    recover_failed(a, rc);
+    return;
+  }
+  r->repoch = c->conn_epoch;
+  prep(a, &r->sy);
+  prep(a, &r->ls);
+  /* sync first: the server we read from has then seen every write the
+   * leader committed before it, our create included if it happened. */
+  sent(a, &r->sy, zkl__sync(&r->sy, r->s, a->q->dir));
+  sent(a, &r->ls, zkl__children(&r->ls, r->s, a->q->dir));
+  r->rec_i = 0;
+  r->next = step_recover_list;
+}
+
+static void recover_scan(zkl__acq_t *a);
+
+static void recover_result(zkl__acq_t *a, int rc) {
+  run_t *r = a->run;
+  zkl__call_free(&r->ls);
+  r->ls.rc = ZCONNECTIONLOSS;
+  if (zkl__is_conn_error(rc)) {
+    recover(a, r->repoch);
+    return;
+  }
+  if (rc == ZKL_ENOMEM)
+    zkl__defer_find_delete(a->q->c, r->s, a->q->dir, a->guid);
+  zkl__session_put(a->q->c, r->s);
+  r->s = NULL;
+  join_failed(a, rc == ZNONODE || is_session_error(rc) ? RETRY : rc);
+}
+
+static void step_recover_list(zkl__acq_t *a) {
+  run_t *r = a->run;
+  zkl__call_free(&r->sy);
+  if (r->ls.rc != ZOK)
+    recover_result(a, r->ls.rc);
+  else
+    recover_scan(a);
+}
+
+static void step_recover_stat(zkl__acq_t *a);
+
+static void recover_scan(zkl__acq_t *a) {
+  run_t *r = a->run;
+  for (; r->rec_i < r->ls.kids.count; r->rec_i++) {
+    const char *name = r->ls.kids.data[r->rec_i];
+    if (!strstr(name, a->guid))
       continue;
-    if (rc == ZKL_ENOMEM)
-      zkl__defer_find_delete(c, s, r->q->dir, r->a->guid);
-    zkl__session_put(c, s);
-    return rc == ZNONODE || is_session_error(rc) ? RETRY : rc;
-  }
-}
-
-/* Joins the queue: create + getChildren in one round trip. On ZKL_OK our
- * node is known and *ls holds the listing (ls->rc may be an error, then the
- * caller lists again). */
-static int join(run_t *r, zkl__call_t *ls, zkl__call_t *gd) {
-  zkl__queue_t *q = r->q;
-  zkl_client_t *c = q->c;
-  zkl__acq_t *a = r->a;
-  zkl__call_t cr, *ptrs[3] = {&cr, ls, gd};
-  /* the directory is read once per incarnation: a listing tells which */
-  int n = q->dir_data && !q->dir_czxid ? 3 : 2;
-  zkl__session_t *s;
-  char *path, *data = NULL;
-  size_t len = 0;
-  uint64_t epoch;
-  int rc, left;
-
-  if ((rc = zkl__guid(a->guid)) != ZKL_OK)
-    return rc;
-  path = zkl__join(q->prefix, a->guid);
-  if (!path)
-    return ZKL_ENOMEM;
-  {
-    char *full = zkl__join(path, r->shared ? q->marker_shared : q->marker);
-    free(path);
-    path = full;
-  }
-  if (!path || (rc = zkl__node_data(q->id, q->user_data, q->user_len, &data,
-                                    &len)) != ZKL_OK) {
-    free(path);
-    return path ? rc : ZKL_ENOMEM;
-  }
-  s = zkl__session_get(c);
-  epoch = c->conn_epoch;
-  zkl__call_init(&cr, c, &a->cv);
-  zkl__call_init(ls, c, &a->cv);
-  zkl__call_init(gd, c, &a->cv);
-  zkl__call_batch(ptrs, n, &left);
-  pthread_mutex_unlock(&c->mu);
-  if (n == 3) /* first: what the directory says binds a node made after */
-    zkl__get(gd, s, q->dir, 0);
-  zkl__create(&cr, s, path, data, (int)len, ZOO_EPHEMERAL_SEQUENTIAL);
-  zkl__children(ls, s, q->dir);
-  pthread_mutex_lock(&c->mu);
-  zkl__call_wait(ptrs, n);
-  free(path);
-  free(data);
-  rc = cr.rc;
-  if (rc == ZOK) {
-    adopt(r, s, cr.path, &cr.stat);
-    cr.path = NULL;
-    r->nonode = 0;
-    return ZKL_OK;
-  }
-  zkl__call_free(&cr);
-  zkl__call_free(ls);
-  zkl__call_free(gd);
-  gd->rc = ZCONNECTIONLOSS; /* not read: agree() reads it again */
-  /* The listing's names are gone, but not its code, which may be ZOK
-   * (the create failed for want of memory, the listing did not): recover()
-   * can still give ZKL_OK, and run() would take the empty list for a fresh
-   * one and our node for deleted. Found by the model (model/, F2). */
-  ls->rc = ZCONNECTIONLOSS;
-  if (rc == ZNONODE) {
-    if (++r->nonode > NONODE_RETRIES) {
-      zkl__session_put(c, s);
-      return ZNONODE;
+    r->rec_i++;
+    if (!(r->rec_path = zkl__join(a->q->prefix, name))) {
+      recover_result(a, ZKL_ENOMEM);
+      return;
     }
-    rc = make_parents(r, s);
-    zkl__session_put(c, s);
-    if (rc == ZOK)
-      return REJOIN;
-    return zkl__is_conn_error(rc) || is_session_error(rc) ? RETRY : rc;
+    prep(a, &r->aux);
+    sent(a, &r->aux, zkl__exists(&r->aux, r->s, r->rec_path));
+    r->next = step_recover_stat;
+    return;
   }
-  if (zkl__is_conn_error(rc) || rc == ZKL_ENOMEM)
-    return recover(r, s, rc == ZKL_ENOMEM ? 0 : epoch);
-  if (is_session_error(rc)) {
-    rc = reconnect(r, s, epoch);
-    zkl__session_put(c, s);
-    return rc == ZKL_OK ? RETRY : rc;
-  }
-  zkl__session_put(c, s);
-  return rc;
+  recover_result(a, RETRY);
 }
 
-/* Our node is not where it must be, or not ours. Gone with an expired
- * session, it is no one's doing: join again. Deleted or replaced while
- * the session lives, it was revoked by another client, and joining again
- * at the tail behind its back would be wrong. */
-static int gone(run_t *r) {
-  zkl_client_t *c = r->q->c;
-  zkl__acq_t *a = r->a;
-  if (a->sess && a->sess == c->sess && !a->sess->expired && !a->session_lost) {
-    zkl__post_log(c, ZKL_LOG_WARN, "%s: our waiting node was %s",
-                  a->path ? a->path : r->q->dir,
-                  a->revoked ? "deleted or replaced by another client"
-                             : "deleted by another client");
-    return ZKL_EREVOKED;
+/* Reads the node found with our guid, and adopts it if its owner is this
+ * very session. */
+static void step_recover_stat(zkl__acq_t *a) {
+  run_t *r = a->run;
+  zkl__session_t *s = r->s;
+  int rc = r->aux.rc;
+  if (rc == ZOK && r->aux.stat.ephemeralOwner == s->id && !s->expired) {
+    adopt(a, r->rec_path, &r->aux.stat);
+    r->rec_path = NULL;
+    zkl__call_free(&r->ls);
+    r->ls.rc = ZCONNECTIONLOSS;
+    join_failed(a, ZKL_OK);
+    return;
   }
-  return RETRY;
+  free(r->rec_path);
+  r->rec_path = NULL;
+  if (rc == ZOK || rc == ZNONODE)
+    recover_scan(a); /* gone, or not ours: the next one */
+  else
+    recover_result(a, rc);
 }
+
+/* ---- the queue's directory data ------------------------------------------- */
+
+/* How many times agree() reads and writes the directory before giving up
+ * on a directory whose data keeps changing under it. */
+#define AGREE_TRIES 8
+
+static void step_position(zkl__acq_t *a);
+
+/* Joined: our node is known, and r->ls may hold the listing that came
+ * with it. */
+static void step_agree(zkl__acq_t *a);
+static void agreed(zkl__acq_t *a, int rc);
+
+static void joined(zkl__acq_t *a) {
+  run_t *r = a->run;
+  zkl__queue_t *q = a->q;
+  r->have_list = r->fresh = r->ls.rc == ZOK;
+  if (q->dir_data && !r->agreed) {
+    if (r->have_list && r->ls.stat.czxid == q->dir_czxid) {
+      r->agreed = 1;
+    } else {
+      /* read before our create: maybe of an earlier incarnation */
+      if (r->have_list && r->gd.rc == ZOK &&
+          r->gd.stat.czxid != r->ls.stat.czxid)
+        r->gd.rc = ZCONNECTIONLOSS;
+      r->tries = 0;
+      r->next = step_agree;
+      return;
+    }
+  }
+  agreed(a, ZKL_OK);
+}
+
+static void agreed(zkl__acq_t *a, int rc) {
+  run_t *r = a->run;
+  zkl__call_free(&r->gd);
+  if (rc != ZKL_OK || !r->have_list)
+    zkl__call_free(&r->ls);
+  if (rc == RETRY) {
+    drop_node(a->q->c, a);
+    r->next = step_top;
+  } else if (rc != ZKL_OK) {
+    end_run(a, rc);
+  } else {
+    r->next = r->have_list ? step_position : step_list_start;
+  }
+}
+
+/* The queue's directory must carry q->dir_data (a semaphore's number of
+ * leases): members that disagree would admit more than some of them
+ * allow. A directory without data (made by another recipe, an older
+ * version or an operator) gets ours by a conditional write. r->gd is the
+ * read of the directory sent with our join; any other code than ZOK
+ * means read it again. Ends with ZKL_OK, ZKL_EMISMATCH, RETRY, or an
+ * error. */
+static void step_agree_set(zkl__acq_t *a);
+static void agree_reread(zkl__acq_t *a, int rc);
+
+static void step_agree(zkl__acq_t *a) {
+  run_t *r = a->run;
+  zkl__queue_t *q = a->q;
+  zkl_client_t *c = q->c;
+  zkl__call_t *gd = &r->gd;
+  const char *want = q->dir_data;
+  size_t wl = strlen(want);
+  if (r->tries++ >= AGREE_TRIES) {
+    agreed(a, ZKL_EPROTO);
+    return;
+  }
+  r->repoch = c->conn_epoch;
+  if (gd->rc == ZOK && gd->data_len > 0) {
+    if ((size_t)gd->data_len == wl && memcmp(gd->data, want, wl) == 0) {
+      r->agreed = 1;
+      q->dir_czxid = gd->stat.czxid;
+      agreed(a, ZKL_OK);
+      return;
+    }
+    zkl__post_log(c, ZKL_LOG_ERROR,
+                  "%s: its members were made with \"%.*s\", this one "
+                  "with \"%s\": refusing to join",
+                  q->dir, gd->data_len > 64 ? 64 : gd->data_len, gd->data,
+                  want);
+    agreed(a, ZKL_EMISMATCH);
+    return;
+  }
+  if (gd->rc != ZOK && gd->rc != ZNONODE && !zkl__is_conn_error(gd->rc)) {
+    agreed(a, is_session_error(gd->rc) ? RETRY : gd->rc);
+    return;
+  }
+  if (!a->sess || a->session_lost) {
+    agreed(a, RETRY);
+    return;
+  }
+  r->rs = a->sess;
+  r->rs->refs++;
+  if (gd->rc == ZOK) { /* no data yet: ours, unless someone was first */
+    prep(a, &r->aux);
+    sent(a, &r->aux,
+         zkl__set(&r->aux, r->rs, q->dir, want, (int)wl, gd->stat.version));
+    r->next = step_agree_set;
+    return;
+  }
+  agree_reread(a, ZKL_OK);
+}
+
+static void step_agree_set(zkl__acq_t *a) {
+  run_t *r = a->run;
+  int rc = r->aux.rc;
+  zkl__call_free(&r->aux);
+  if (rc == ZOK) {
+    zkl__session_put(a->q->c, r->rs);
+    r->rs = NULL;
+    r->agreed = 1;
+    a->q->dir_czxid = r->gd.stat.czxid;
+    agreed(a, ZKL_OK);
+    return;
+  }
+  agree_reread(a, rc);
+}
+
+static void step_agree_read(zkl__acq_t *a);
+
+static void agree_reread(zkl__acq_t *a, int rc) {
+  run_t *r = a->run;
+  zkl__call_free(&r->gd);
+  prep(a, &r->gd);
+  if (rc == ZOK || rc == ZBADVERSION)
+    sent(a, &r->gd, zkl__get(&r->gd, r->rs, a->q->dir, 0));
+  else
+    r->gd.rc = rc;
+  r->next = step_agree_read;
+}
+
+static void agree_reconnected(zkl__acq_t *a, int rc) {
+  if (rc != ZKL_OK)
+    agreed(a, rc);
+  else
+    a->run->next = step_agree;
+}
+
+static void step_agree_read(zkl__acq_t *a) {
+  run_t *r = a->run;
+  zkl__session_t *s = r->rs;
+  zkl__session_put(a->q->c, s);
+  r->rs = NULL;
+  if (zkl__is_conn_error(r->gd.rc))
+    await_conn(a, s, r->repoch, agree_reconnected);
+  else
+    r->next = step_agree;
+}
+
+/* ---- listing the queue ----------------------------------------------------- */
+
+static void step_list(zkl__acq_t *a);
+static void step_listed(zkl__acq_t *a);
+
+static void step_list_start(zkl__acq_t *a) {
+  a->run->first = 0;
+  a->run->epoch = a->q->c->conn_epoch;
+  a->run->next = step_list;
+}
+
+static void list_result(zkl__acq_t *a, int rc) {
+  if (rc == RETRY) {
+    drop_node(a->q->c, a);
+    a->run->next = step_top;
+  } else {
+    end_run(a, rc);
+  }
+}
+
+static void list_reconnected(zkl__acq_t *a, int rc) {
+  if (rc != ZKL_OK)
+    list_result(a, rc);
+  else
+    a->run->next = step_list;
+}
+
+/* Lists the queue on our node's session. */
+static void step_list(zkl__acq_t *a) {
+  run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  zkl__session_t *s = a->sess;
+  int rc;
+  if (!s || a->session_lost) {
+    list_result(a, RETRY);
+    return;
+  }
+  if ((rc = stopped_strict(r)) != ZKL_OK) {
+    list_result(a, rc);
+    return;
+  }
+  /* Sent while disconnected, a request would wait in the C client for the
+   * reconnection or its failure, past our deadline: wait here instead. */
+  if (c->state != ZKL_CLIENT_CONNECTED) {
+    await_conn(a, s, c->conn_epoch, list_reconnected);
+    return;
+  }
+  r->rs = s;
+  s->refs++;
+  r->repoch = c->conn_epoch;
+  prep(a, &r->ls);
+  sent(a, &r->ls, zkl__children(&r->ls, s, a->q->dir));
+  r->next = step_listed;
+}
+
+static void step_listed(zkl__acq_t *a) {
+  run_t *r = a->run;
+  zkl__session_t *s = r->rs;
+  int rc = r->ls.rc;
+  zkl__session_put(a->q->c, s);
+  r->rs = NULL;
+  if (rc == ZOK) {
+    r->have_list = 1;
+    r->next = step_position;
+    return;
+  }
+  zkl__call_free(&r->ls);
+  if (zkl__is_conn_error(rc))
+    await_conn(a, s, r->repoch, list_reconnected);
+  else if (is_session_error(rc))
+    list_result(a, RETRY);
+  else if (rc == ZNONODE) /* the parent cannot go while our node is in it */
+    list_result(a, gone(a)); /* someone deleted both */
+  else
+    list_result(a, rc);
+}
+
+/* ---- our place in the queue ------------------------------------------------ */
 
 /* Records a child that is not ephemeral: planted by an operator, a backup
  * restore or an attacker, it will never go by itself. Once per name. */
@@ -463,138 +942,13 @@ static int ignored(const zkl__queue_t *q, const char *name) {
   return 0;
 }
 
-/* Lists the queue on our node's session. */
-static int list(run_t *r, zkl__call_t *ls) {
-  zkl_client_t *c = r->q->c;
-  zkl__acq_t *a = r->a;
-  for (;;) {
-    zkl__call_t *ptrs[1] = {ls};
-    zkl__session_t *s = a->sess;
-    uint64_t epoch = c->conn_epoch;
-    int rc;
-    if (!s || a->session_lost)
-      return RETRY;
-    if ((rc = stopped_strict(r)) != ZKL_OK)
-      return rc;
-    if (c->state != ZKL_CLIENT_CONNECTED) { /* as in read_set() */
-      if ((rc = reconnect(r, s, epoch)) != ZKL_OK)
-        return rc;
-      continue;
-    }
-    s->refs++;
-    zkl__call_init(ls, c, &a->cv);
-    pthread_mutex_unlock(&c->mu);
-    zkl__children(ls, s, r->q->dir);
-    pthread_mutex_lock(&c->mu);
-    zkl__call_wait(ptrs, 1);
-    rc = ls->rc;
-    zkl__session_put(c, s);
-    if (rc == ZOK)
-      return ZKL_OK;
-    zkl__call_free(ls);
-    if (zkl__is_conn_error(rc)) {
-      if ((rc = reconnect(r, s, epoch)) != ZKL_OK)
-        return rc;
-      continue;
-    }
-    if (is_session_error(rc))
-      return RETRY;
-    /* the parent cannot go while our node is in it: someone deleted both */
-    if (rc == ZNONODE)
-      return gone(r);
-    return rc;
-  }
-}
-
-/* How many times agree() reads and writes the directory before giving up
- * on a directory whose data keeps changing under it. */
-#define AGREE_TRIES 8
-
-/* The queue's directory must carry q->dir_data (a semaphore's number of
- * leases): members that disagree would admit more than some of them
- * allow. A directory without data (made by another recipe, an older
- * version or an operator) gets ours by a conditional write. `gd` is the
- * read of the directory sent with our join; any other code than ZOK
- * means read it again. ZKL_OK, ZKL_EMISMATCH, RETRY, or an error. */
-static int agree(run_t *r, zkl__call_t *gd) {
-  zkl_client_t *c = r->q->c;
-  const char *want = r->q->dir_data;
-  size_t wl = strlen(want);
-  int tries, rc = ZKL_OK;
-  for (tries = 0; tries < AGREE_TRIES; tries++) {
-    zkl__session_t *s = r->a->sess;
-    zkl__call_t st, *ptrs[1];
-    uint64_t epoch = c->conn_epoch;
-    if (gd->rc == ZOK && gd->data_len > 0) {
-      if ((size_t)gd->data_len == wl && memcmp(gd->data, want, wl) == 0) {
-        r->agreed = 1;
-        return ZKL_OK;
-      }
-      zkl__post_log(c, ZKL_LOG_ERROR,
-                    "%s: its members were made with \"%.*s\", this one "
-                    "with \"%s\": refusing to join",
-                    r->q->dir, gd->data_len > 64 ? 64 : gd->data_len,
-                    gd->data, want);
-      return ZKL_EMISMATCH;
-    }
-    if (gd->rc != ZOK && gd->rc != ZNONODE && !zkl__is_conn_error(gd->rc))
-      return is_session_error(gd->rc) ? RETRY : gd->rc;
-    if (!s || r->a->session_lost)
-      return RETRY;
-    s->refs++;
-    if (gd->rc == ZOK) { /* no data yet: ours, unless someone was first */
-      zkl__call_init(&st, c, &r->a->cv);
-      ptrs[0] = &st;
-      pthread_mutex_unlock(&c->mu);
-      zkl__set(&st, s, r->q->dir, want, (int)wl, gd->stat.version);
-      pthread_mutex_lock(&c->mu);
-      zkl__call_wait(ptrs, 1);
-      rc = st.rc;
-      zkl__call_free(&st);
-      if (rc == ZOK) {
-        zkl__session_put(c, s);
-        r->agreed = 1;
-        return ZKL_OK;
-      }
-    }
-    zkl__call_free(gd);
-    zkl__call_init(gd, c, &r->a->cv);
-    ptrs[0] = gd;
-    if (rc == ZOK || rc == ZBADVERSION) {
-      pthread_mutex_unlock(&c->mu);
-      zkl__get(gd, s, r->q->dir, 0);
-      pthread_mutex_lock(&c->mu);
-      zkl__call_wait(ptrs, 1);
-    } else {
-      gd->rc = rc;
-    }
-    zkl__session_put(c, s);
-    rc = ZKL_OK;
-    if (zkl__is_conn_error(gd->rc) && (rc = reconnect(r, s, epoch)) != ZKL_OK)
-      return rc;
-  }
-  return ZKL_EPROTO;
-}
-
-/* Where we wait: the paths to watch and the rule of policy.c's plan. */
-typedef struct {
-  zkl__plan_t plan;
-  char *paths[ZKL__WATCH_MAX];
-} waitset_t;
-
-static void waitset_free(waitset_t *w) {
-  int i;
-  for (i = 0; i < w->plan.nwatch; i++)
-    free(w->paths[i]);
-  w->plan.nwatch = 0;
-}
-
 /* Finds our place in a listing, from our own node's point of view (see
  * policy.c). Returns HOLD, ZKL_EREVOKED or RETRY (our node is not there),
  * or ZKL_OK with *w: the nodes to watch, and whether their deletion alone
  * will prove we hold. */
-static int position(run_t *r, const zkl__call_t *ls, waitset_t *w) {
-  const char *me = strrchr(r->a->path, '/') + 1;
+static int position(zkl__acq_t *a, const zkl__call_t *ls, waitset_t *w) {
+  run_t *r = a->run;
+  const char *me = strrchr(a->path, '/') + 1;
   zkl__entry_t *e;
   unsigned char *skip;
   int n, i, idx = -1, rc = ZKL_OK;
@@ -611,17 +965,17 @@ static int position(run_t *r, const zkl__call_t *ls, waitset_t *w) {
     if (strcmp(e[i].name, me) == 0)
       idx = i;
     else
-      skip[i] = ignored(r->q, e[i].name);
+      skip[i] = ignored(a->q, e[i].name);
   }
   if (idx < 0) {
-    rc = gone(r);
+    rc = gone(a);
   } else {
-    zkl__decide(e, n, idx, skip, r->q->limit, &w->plan);
+    zkl__decide(e, n, idx, skip, a->q->limit, &w->plan);
     if (!w->plan.before)
       rc = HOLD;
     r->behind = zkl__any_after(e, n, idx, skip);
     for (i = 0; i < w->plan.nwatch; i++)
-      if (!(w->paths[i] = zkl__join(r->q->prefix, e[w->plan.watch[i]].name)))
+      if (!(w->paths[i] = zkl__join(a->q->prefix, e[w->plan.watch[i]].name)))
         rc = ZKL_ENOMEM;
     if (rc != ZKL_OK)
       waitset_free(w);
@@ -631,145 +985,263 @@ static int position(run_t *r, const zkl__call_t *ls, waitset_t *w) {
   return rc;
 }
 
-/* Reads, with a watch, every node of the wait set still to be read, in one
- * round trip. A node already gone is marked so; one that is not
- * ephemeral is never waited for (RELIST); watch[0] found downgraded when
- * that proves we hold gives HOLD. Else ZKL_OK, or why the wait ends. */
-static int read_set(run_t *r, waitset_t *w, uint64_t epoch) {
-  zkl_client_t *c = r->q->c;
-  zkl__acq_t *a = r->a;
+static void step_position(zkl__acq_t *a) {
+  run_t *r = a->run;
+  int rc;
+  r->w.plan.nwatch = 0;
+  rc = position(a, &r->ls, &r->w);
+  zkl__call_free(&r->ls);
+  if (rc == HOLD)
+    confirm(a, r->fresh);
+  else
+    after_look(a, rc);
+}
+
+/* ---- at the head: whose node it is ----------------------------------------- */
+
+static void step_confirmed(zkl__acq_t *a);
+
+static void confirm_reconnected(zkl__acq_t *a, int rc) {
+  after_look(a, rc == ZKL_OK ? RELIST : rc);
+}
+
+/* At the head: make sure our node is still there and ours (our czxid,
+ * owned by the session we are on now) before we hold, unless that is
+ * already known: the listing came with our create, or the watch on our
+ * node confirmed it and would have told us of any change since. Elections
+ * always ask (ZKL__Q_VERIFY_OWNER): they must never have two leaders,
+ * and a node left by an expired session must never make one. */
+static void confirm(zkl__acq_t *a, int fresh) {
+  run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
   zkl__session_t *s = a->sess;
-  zkl__call_t calls[ZKL__WATCH_MAX], *ptrs[ZKL__WATCH_MAX];
-  int i, k = 0, left, rc = ZKL_OK, hold = 0, relist = 0;
-  /* Sent while disconnected, the reads would wait in the C client for the
-   * reconnection or its failure, past our deadline: wait here instead. */
-  if (c->state != ZKL_CLIENT_CONNECTED)
-    return (rc = reconnect(r, s, epoch)) == ZKL_OK ? RELIST : rc;
-  for (i = 0; i < w->plan.nwatch; i++) {
+  int rc;
+  if (!(a->q->flags & ZKL__Q_VERIFY_OWNER) &&
+      (fresh || a->own_watch == ZKL__OWN_OK)) {
+    after_look(a, HOLD);
+    return;
+  }
+  if (!s || s != c->sess || s->expired) {
+    after_look(a, RETRY);
+    return;
+  }
+  if ((rc = stopped(r)) != ZKL_OK) {
+    after_look(a, rc);
+    return;
+  }
+  r->rs = s;
+  s->refs++;
+  r->repoch = c->conn_epoch;
+  prep(a, &r->aux);
+  sent(a, &r->aux, zkl__exists(&r->aux, s, a->path));
+  r->next = step_confirmed;
+}
+
+static void step_confirmed(zkl__acq_t *a) {
+  run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  zkl__session_t *s = r->rs;
+  int rc = r->aux.rc;
+  int mine = rc == ZOK && zkl__owns(a, &r->aux.stat) && s == c->sess &&
+             !s->expired;
+  zkl__session_put(c, s); /* a->sess keeps it alive, if it is still ours */
+  r->rs = NULL;
+  if (mine)
+    after_look(a, HOLD);
+  else if (zkl__is_conn_error(rc))
+    await_conn(a, s, r->repoch, confirm_reconnected);
+  else if (rc == ZOK || rc == ZNONODE)
+    after_look(a, gone(a));
+  else
+    after_look(a, is_session_error(rc) ? RETRY : rc);
+}
+
+/* ---- waiting ---------------------------------------------------------------- */
+
+/* Watches the wait set and parks until its nodes go. Our own node gets a
+ * watch too, once per acquisition: deleted or replaced while we wait, the
+ * wait ends (ZKL_EREVOKED), and the same watch serves the hold that
+ * follows. A watched node whose data changes is read again: its data may
+ * prove we hold (a downgrade); a change never means it is gone. Ends with
+ * HOLD (zero-read hand-off), RELIST, RETRY, or an error. */
+static void step_read(zkl__acq_t *a);
+
+static void step_wait(zkl__acq_t *a) {
+  run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  int rc;
+  if ((rc = stopped(r)) != ZKL_OK) {
+    waitset_free(&r->w);
+    after_look(a, rc);
+    return;
+  }
+  r->waited = 1;
+  r->polled = r->gone_all = r->gone_any = r->changed = 0;
+  memset(r->wflags, ZKL__W_READ, sizeof r->wflags);
+  a->watch = r->w.paths;
+  a->wflags = r->wflags;
+  a->nwatch = r->w.plan.nwatch;
+  if (a->own_watch == ZKL__OWN_NONE && !(a->q->flags & ZKL__Q_NO_NODE_WATCH))
+    zkl__watch_own(c, a->sess, a);
+  r->until = r->deadline;
+  if (r->w.plan.poll &&
+      (r->until < 0 || r->until > zkl_now_ms() + ZKL__POLL_MS))
+    r->until = zkl_now_ms() + ZKL__POLL_MS;
+  r->next = step_read;
+}
+
+/* How the wait ended: rc is ZKL_OK when the flags tell. */
+static void wait_end(zkl__acq_t *a, int rc) {
+  run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  a->watch = NULL;
+  a->wflags = NULL;
+  a->nwatch = 0;
+  if (a->session_lost)
+    rc = RETRY;
+  else if (a->revoked)
+    rc = gone(a);
+  else if (rc != ZKL_OK)
+    ;
+  else if (r->polled || r->changed)
+    rc = RELIST;
+  /* The zero-read hand-off is only sound if nothing happened in between
+   * that could have made our last listing stale: no reconnection. */
+  else if ((r->gone_all || (r->gone_any && r->w.plan.any)) &&
+           r->w.plan.handoff && c->conn_epoch == r->epoch &&
+           c->state == ZKL_CLIENT_CONNECTED)
+    rc = HOLD;
+  else
+    rc = RELIST;
+  waitset_free(&r->w);
+  if (rc == HOLD)
+    confirm(a, 0);
+  else
+    after_look(a, rc);
+}
+
+static void read_reconnected(zkl__acq_t *a, int rc) {
+  wait_end(a, rc == ZKL_OK ? RELIST : rc);
+}
+
+static void step_read_done(zkl__acq_t *a);
+static void step_wait_eval(zkl__acq_t *a);
+
+/* Reads, with a watch, every node of the wait set still to be read, in one
+ * round trip. */
+static void step_read(zkl__acq_t *a) {
+  run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  zkl__session_t *s = a->sess;
+  int i, k = 0;
+  if (c->state != ZKL_CLIENT_CONNECTED) { /* as in step_list() */
+    await_conn(a, s, r->epoch, read_reconnected);
+    return;
+  }
+  for (i = 0; i < a->nwatch; i++)
+    k += (a->wflags[i] & ZKL__W_READ) != 0;
+  if (!k) {
+    r->next = step_wait_eval;
+    return;
+  }
+  if (!(r->reads = calloc((size_t)a->nwatch, sizeof *r->reads))) {
+    wait_end(a, ZKL_ENOMEM);
+    return;
+  }
+  r->rs = s;
+  s->refs++;
+  for (i = 0; i < a->nwatch; i++) {
     if (!(a->wflags[i] & ZKL__W_READ))
       continue;
     a->wflags[i] &= ~(ZKL__W_READ | ZKL__W_CHANGED);
-    zkl__call_init(&calls[i], c, &a->cv);
-    ptrs[k++] = &calls[i];
+    prep(a, &r->reads[i]);
+    sent(a, &r->reads[i], zkl__get(&r->reads[i], s, a->watch[i], 1));
   }
-  if (!k)
-    return ZKL_OK;
-  s->refs++;
-  zkl__call_batch(ptrs, k, &left);
-  pthread_mutex_unlock(&c->mu);
-  for (i = 0; i < k; i++)
-    zkl__get(ptrs[i], s, w->paths[ptrs[i] - calls], 1);
-  pthread_mutex_lock(&c->mu);
-  zkl__call_wait(ptrs, k);
+  r->next = step_read_done;
+}
+
+/* A node already gone is marked so; one that is not ephemeral is never
+ * waited for (RELIST); watch[0] found downgraded when that proves we hold
+ * gives HOLD. */
+static void step_read_done(zkl__acq_t *a) {
+  run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  zkl__session_t *s = r->rs;
+  int i, rc = ZKL_OK, hold = 0, relist = 0;
   zkl__session_put(c, s);
-  for (i = 0; i < k; i++) {
-    zkl__call_t *g = ptrs[i];
-    int at = (int)(g - calls);
+  r->rs = NULL;
+  for (i = 0; i < a->nwatch; i++) {
+    zkl__call_t *g = &r->reads[i];
+    if (!g->done)
+      continue; /* not read this time */
     if (g->rc == ZNONODE) {
-      a->wflags[at] |= ZKL__W_GONE;
+      a->wflags[i] |= ZKL__W_GONE;
     } else if (g->rc == ZOK && g->stat.ephemeralOwner == 0) {
       /* never goes by itself: do not wait behind it (its watch, left
        * set, fires into nobody's wait) */
       if (rc == ZKL_OK)
-        rc = ignore(r->q, strrchr(w->paths[at], '/') + 1);
+        rc = ignore(a->q, strrchr(a->watch[i], '/') + 1);
       if (rc == ZKL_OK)
         rc = RELIST;
     } else if (g->rc == ZOK) {
       size_t len = g->data_len > 0 ? (size_t)g->data_len : 0;
-      hold |= at == 0 && w->plan.downgrade_ok &&
+      hold |= i == 0 && r->w.plan.downgrade_ok &&
               zkl__data_mark(g->data, len, "mode=read");
       /* promoted before our watch was set: no event will tell us */
-      relist |= at == 0 && w->plan.relist_on_change &&
+      relist |= i == 0 && r->w.plan.relist_on_change &&
                 zkl__data_mark(g->data, len, "state=held");
     } else if (rc == ZKL_OK || rc == RELIST) {
       rc = g->rc;
     }
     zkl__call_free(g);
   }
+  free(r->reads);
+  r->reads = NULL;
   if (zkl__is_conn_error(rc))
-    return (rc = reconnect(r, s, epoch)) == ZKL_OK ? RELIST : rc;
-  if (is_session_error(rc))
-    return RETRY;
-  if (rc == ZKL_OK && hold)
-    return c->conn_epoch == epoch && c->state == ZKL_CLIENT_CONNECTED ? HOLD
-                                                                     : RELIST;
-  return rc == ZKL_OK && relist ? RELIST : rc;
+    await_conn(a, s, r->epoch, read_reconnected);
+  else if (is_session_error(rc))
+    wait_end(a, RETRY);
+  else if (rc == ZKL_OK && hold)
+    wait_end(a, c->conn_epoch == r->epoch && c->state == ZKL_CLIENT_CONNECTED
+                    ? HOLD
+                    : RELIST);
+  else if (rc == ZKL_OK && relist)
+    wait_end(a, RELIST);
+  else if (rc != ZKL_OK)
+    wait_end(a, rc);
+  else
+    r->next = step_wait_eval;
 }
 
-/* Watches the wait set and sleeps until its nodes go. Our own node gets a
- * watch too, once per acquisition: deleted or replaced while we wait, the
- * wait ends (ZKL_EREVOKED), and the same watch serves the hold that
- * follows. A watched node whose data changes is read again: its data may
- * prove we hold (a downgrade); a change never means it is gone. Returns
- * HOLD (zero-read hand-off), RELIST, RETRY, or an error. */
-static int wait_set(run_t *r, waitset_t *w, uint64_t epoch) {
-  zkl_client_t *c = r->q->c;
-  zkl__acq_t *a = r->a;
-  unsigned char flags[ZKL__WATCH_MAX];
-  struct timespec ts;
-  int64_t until = r->deadline;
-  int rc, i, gone_all = 0, gone_any = 0, changed = 0, polled = 0;
-
-  if ((rc = stopped(r)) != ZKL_OK)
-    return rc;
-  r->waited = 1;
-  memset(flags, ZKL__W_READ, sizeof flags);
-  a->watch = w->paths;
-  a->wflags = flags;
-  a->nwatch = w->plan.nwatch;
-  if (a->own_watch == ZKL__OWN_NONE && !(r->q->flags & ZKL__Q_NO_NODE_WATCH))
-    zkl__watch_own(c, a->sess, a);
-  if (w->plan.poll && (until < 0 || until > zkl_now_ms() + ZKL__POLL_MS))
-    until = zkl_now_ms() + ZKL__POLL_MS;
-  zkl__deadline_ts(until, &ts);
-  for (;;) {
-    if ((rc = read_set(r, w, epoch)) != ZKL_OK)
-      break;
-    for (;;) {
-      gone_all = 1;
-      gone_any = changed = 0;
-      for (i = 0; i < a->nwatch; i++) {
-        gone_all &= (a->wflags[i] & ZKL__W_GONE) != 0;
-        gone_any |= (a->wflags[i] & ZKL__W_GONE) != 0;
-        changed |= (a->wflags[i] & ZKL__W_CHANGED) != 0;
-      }
-      if (gone_all || (gone_any && w->plan.any) || changed ||
-          a->session_lost || a->revoked || (rc = stopped(r)) != ZKL_OK)
-        break;
-      if (until != r->deadline && zkl_now_ms() >= until) {
-        polled = 1; /* a relay may have been lost: look again */
-        break;
-      }
-      if (until < 0)
-        pthread_cond_wait(&a->cv, &c->mu);
-      else
-        pthread_cond_timedwait(&a->cv, &c->mu, &ts);
+/* Parked here between events: what the watches said so far. */
+static void step_wait_eval(zkl__acq_t *a) {
+  run_t *r = a->run;
+  int i, rc = ZKL_OK;
+  r->gone_all = 1;
+  r->gone_any = r->changed = 0;
+  for (i = 0; i < a->nwatch; i++) {
+    r->gone_all &= (a->wflags[i] & ZKL__W_GONE) != 0;
+    r->gone_any |= (a->wflags[i] & ZKL__W_GONE) != 0;
+    r->changed |= (a->wflags[i] & ZKL__W_CHANGED) != 0;
+  }
+  if (!(r->gone_all || (r->gone_any && r->w.plan.any) || r->changed ||
+        a->session_lost || a->revoked || (rc = stopped(r)) != ZKL_OK)) {
+    if (r->until == r->deadline || zkl_now_ms() < r->until) {
+      park(a, step_wait_eval, r->until);
+      return;
     }
-    if (gone_all || (gone_any && w->plan.any) || !changed ||
-        w->plan.relist_on_change || a->session_lost || a->revoked ||
-        rc != ZKL_OK)
-      break;
-    for (i = 0; i < a->nwatch; i++)
+    r->polled = 1; /* a relay may have been lost: look again */
+  }
+  if (r->changed && !(r->gone_all || (r->gone_any && r->w.plan.any) ||
+                      r->w.plan.relist_on_change || a->session_lost ||
+                      a->revoked || rc != ZKL_OK || r->polled)) {
+    for (i = 0; i < a->nwatch; i++) /* read it again, and wait on */
       if (a->wflags[i] & ZKL__W_CHANGED)
         a->wflags[i] |= ZKL__W_READ;
+    r->next = step_read;
+    return;
   }
-  a->watch = NULL;
-  a->wflags = NULL;
-  a->nwatch = 0;
-  if (a->session_lost)
-    return RETRY;
-  if (a->revoked)
-    return gone(r);
-  if (rc != ZKL_OK)
-    return rc;
-  if (polled || changed)
-    return RELIST;
-  /* The zero-read hand-off is only sound if nothing happened in between
-   * that could have made our last listing stale: no reconnection. */
-  if ((gone_all || (gone_any && w->plan.any)) && w->plan.handoff &&
-      c->conn_epoch == epoch && c->state == ZKL_CLIENT_CONNECTED)
-    return HOLD;
-  return RELIST;
+  wait_end(a, rc);
 }
 
 /* Reads the stat of a's node on session s; under c->mu, dropped while
@@ -795,142 +1267,6 @@ static int stat_own(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a,
   zkl__session_put(c, s); /* a->sess or the caller keeps it alive */
   return st.rc;
 }
-
-/* At the head: make sure our node is still there and ours (our czxid,
- * owned by the session we are on now) before we hold, unless that is
- * already known: the listing came with our create, or the watch on our
- * node confirmed it and would have told us of any change since. Elections
- * always ask (ZKL__Q_VERIFY_OWNER): they must never have two leaders,
- * and a node left by an expired session must never make one. */
-static int confirm_owner(run_t *r, int fresh) {
-  zkl_client_t *c = r->q->c;
-  zkl__acq_t *a = r->a;
-  zkl__session_t *s = a->sess;
-  struct Stat st;
-  uint64_t epoch = c->conn_epoch;
-  int rc;
-  if (!(r->q->flags & ZKL__Q_VERIFY_OWNER) &&
-      (fresh || a->own_watch == ZKL__OWN_OK))
-    return HOLD;
-  if (!s || s != c->sess || s->expired)
-    return RETRY;
-  if ((rc = stopped(r)) != ZKL_OK)
-    return rc;
-  rc = stat_own(c, s, a, 0, &st);
-  if (rc == ZOK && zkl__owns(a, &st) && s == c->sess && !s->expired)
-    return HOLD;
-  if (zkl__is_conn_error(rc))
-    return (rc = reconnect(r, s, epoch)) == ZKL_OK ? RELIST : rc;
-  if (rc == ZOK || rc == ZNONODE)
-    return gone(r);
-  return is_session_error(rc) ? RETRY : rc;
-}
-
-/* Decide, leaving our node alone when it is not ours to delete. */
-static int end_run(run_t *r, int rc) {
-  if (rc == ZKL_EREVOKED)
-    drop_node(r->q->c, r->a);
-  return rc;
-}
-
-static int run(run_t *r) {
-  zkl_client_t *c = r->q->c;
-  zkl__acq_t *a = r->a;
-  /* A lock free now is taken whatever the deadline (as with
-   * pthread_mutex_timedlock): the deadline is not checked until our first
-   * look at the queue, which normally comes with the create, or after
-   * making the queue's missing parents on first use. Waits for the
-   * network still honour it, and so does every request that only trouble
-   * makes necessary, so that a slow or broken link makes us overrun the
-   * deadline by at most the round trip under way (and the delete of our
-   * node), not by one round trip per recovery step. */
-  r->first = 1;
-  for (;;) {
-    zkl__call_t ls, gd;
-    waitset_t w;
-    int rc, have_list = 0, fresh = 0;
-    uint64_t epoch;
-    if ((rc = stopped(r)) != ZKL_OK)
-      return rc;
-    if (a->session_lost || (a->path && !a->sess))
-      drop_node(c, a);
-    epoch = c->conn_epoch;
-    if (!a->path) {
-      zkl__call_init(&gd, c, &a->cv);
-      rc = join(r, &ls, &gd);
-      if (rc == REJOIN)
-        continue; /* still our first look */
-      r->first = 0; /* any other pass is trouble */
-      if (rc == RETRY)
-        continue;
-      if (rc != ZKL_OK)
-        return rc;
-      have_list = fresh = ls.rc == ZOK;
-      if (r->q->dir_data && !r->agreed) {
-        if (have_list && ls.stat.czxid == r->q->dir_czxid) {
-          r->agreed = 1;
-        } else {
-          /* read before our create: maybe of an earlier incarnation */
-          if (have_list && gd.rc == ZOK && gd.stat.czxid != ls.stat.czxid)
-            gd.rc = ZCONNECTIONLOSS;
-          if ((rc = agree(r, &gd)) == ZKL_OK)
-            r->q->dir_czxid = gd.stat.czxid;
-        }
-      }
-      zkl__call_free(&gd);
-      if (rc != ZKL_OK || !have_list)
-        zkl__call_free(&ls);
-      if (rc == RETRY) {
-        drop_node(c, a);
-        continue;
-      }
-      if (rc != ZKL_OK)
-        return end_run(r, rc);
-    }
-    if (!have_list) {
-      r->first = 0;
-      epoch = c->conn_epoch;
-      rc = list(r, &ls);
-      if (rc == RETRY) {
-        drop_node(c, a);
-        continue;
-      }
-      if (rc != ZKL_OK)
-        return end_run(r, rc);
-    }
-    w.plan.nwatch = 0;
-    rc = position(r, &ls, &w);
-    zkl__call_free(&ls);
-    if (rc == HOLD)
-      rc = confirm_owner(r, fresh);
-    if (rc == HOLD)
-      return ZKL_OK;
-    r->first = 0;
-    if (rc == RELIST)
-      continue;
-    if (rc == RETRY) {
-      drop_node(c, a);
-      continue;
-    }
-    if (rc != ZKL_OK)
-      return end_run(r, rc);
-    if (r->mode == ZKL__TRY) {
-      waitset_free(&w);
-      return ZKL_EBUSY;
-    }
-    rc = wait_set(r, &w, epoch);
-    waitset_free(&w);
-    if (rc == HOLD)
-      rc = confirm_owner(r, 0);
-    if (rc == HOLD)
-      return ZKL_OK;
-    if (rc == RETRY)
-      drop_node(c, a);
-    else if (rc != RELIST)
-      return end_run(r, rc);
-  }
-}
-
 /* Deletes our node and forgets it; under c->mu. Returns the delete's
  * ZooKeeper code (ZOK when there was nothing to delete). When the
  * connection is down the delete is left to the event thread; with `judge`
@@ -1053,36 +1389,72 @@ static void acq_free(zkl_client_t *c, zkl__acq_t *a) {
   free(a);
 }
 
+/* What a run leaves when it ends (it ends with nothing in flight). */
+static void run_free(run_t *r) {
+  zkl__call_free(&r->cr);
+  zkl__call_free(&r->ls);
+  zkl__call_free(&r->gd);
+  zkl__call_free(&r->aux);
+  zkl__call_free(&r->sy);
+  waitset_free(&r->w);
+  free(r->reads);
+  free(r->mk);
+  free(r->rec_path);
+  free(r);
+}
+
+/* Starts the run, then waits for its end: the blocking face of the
+ * machine. Parked steps are looked at again when their time comes. */
 int zkl__queue_acquire(zkl__queue_t *q, int mode, int shared,
                        int64_t deadline_ms, zkl__acq_t **out) {
   zkl_client_t *c = q->c;
-  run_t r;
   zkl__acq_t *a = calloc(1, sizeof *a);
-  int rc;
-  if (!a)
+  run_t *r = calloc(1, sizeof *r);
+  int rc, relay_due;
+  if (!a || !r) {
+    free(a);
+    free(r);
     return ZKL_ENOMEM;
+  }
   if (zkl__cond_init(&a->cv) != ZKL_OK) {
     free(a);
+    free(r);
     return ZKL_ESYSTEM;
   }
   a->q = q;
-  memset(&r, 0, sizeof r);
-  r.q = q;
-  r.a = a;
-  r.mode = mode;
-  r.shared = shared;
   a->shared = shared;
-  r.deadline = mode == ZKL__TIMED ? deadline_ms : -1;
+  a->run = r;
+  r->q = q;
+  r->mode = mode;
+  r->deadline = mode == ZKL__TIMED ? deadline_ms : -1;
+  r->first = 1;
+  r->next = step_top;
   pthread_mutex_lock(&c->mu);
-  r.gen = q->cancel_gen;
+  r->gen = q->cancel_gen;
   zkl__acq_link(c, a);
-  rc = run(&r);
+  advance(a);
+  while (!r->done) {
+    int64_t wake = r->parked ? r->wake_at : -1;
+    struct timespec ts;
+    if (wake >= 0 && zkl_now_ms() >= wake) {
+      zkl__acq_kick(a);
+    } else if (wake < 0) {
+      pthread_cond_wait(&a->cv, &c->mu);
+    } else {
+      zkl__deadline_ts(wake, &ts);
+      pthread_cond_timedwait(&a->cv, &c->mu, &ts);
+    }
+  }
+  rc = r->outcome;
+  relay_due = q->limit && (r->waited || r->behind);
+  a->run = NULL;
+  run_free(r);
   if (rc == ZKL_OK) {
     zkl__set_state(c, a, c->state == ZKL_CLIENT_CONNECTED
                              ? ZKL_STATE_HELD
                              : ZKL_STATE_AT_RISK);
     zkl__schedule_node_watch(c, a);
-    if (q->limit && (r.waited || r.behind))
+    if (relay_due)
       relay(q, a);
     *out = a;
   } else {
@@ -1257,7 +1629,7 @@ void zkl__queue_cancel(zkl__queue_t *q) {
   q->cancel_gen++;
   for (a = c->acqs; a; a = a->next)
     if (a->q == q)
-      pthread_cond_broadcast(&a->cv);
+      zkl__acq_kick(a);
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
 }

@@ -107,6 +107,7 @@ static void apply_state(zkl_client_t *c, zkl__session_t *s, int zstate) {
     on_disconnected(c, s);
   atomic_store(&c->pub_state, c->state);
   pthread_cond_broadcast(&c->cv);
+  zkl__acqs_kick(c); /* acquisitions waiting for a connection */
 }
 
 /* Session events of one handle; its context is the session, so an event
@@ -147,6 +148,7 @@ static void on_auth(int rc, const void *data) {
       apply_state(c, s, ZOO_AUTH_FAILED_STATE);
   }
   pthread_cond_broadcast(&c->cv);
+  zkl__acqs_kick(c);
   pthread_mutex_unlock(&c->mu);
 }
 
