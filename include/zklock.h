@@ -14,6 +14,8 @@
  *   zkl_rwlock_t  a reentrant distributed read-write lock, on the same
  *                 queue: it and zkl_mutex_t objects may share a name.
  *   zkl_semaphore_t  N leases (zkl_lease_t) of one name at once.
+ *   zkl_hold_t    a hold taken by an asynchronous acquire on any of them:
+ *                 it belongs to no thread.
  *
  * THREAD SAFETY
  *   Every object may be shared by any number of threads unless a function
@@ -788,6 +790,92 @@ ZKL_EXTERN int zkl_lease_verify(zkl_lease_t *lease);
 /* The lease's node path, as zkl_mutex_node_path(). */
 ZKL_EXTERN int zkl_lease_node_path(const zkl_lease_t *lease, char *buf,
                                    size_t size);
+
+/* ------------------------------------------------------------------------ */
+/* Asynchronous acquire                                                      */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * For programs built around an event loop, which cannot park a thread per
+ * waiting lock. zkl_mutex_lock_async() and its siblings return at once;
+ * the acquisition runs on the client's own threads, with no thread of its
+ * own (thousands may wait on one client), and `fn` runs exactly once, on
+ * the client's callback thread (see CALLBACKS: the event thread, or with
+ * ZKL_CLIENT_DISPATCH the thread in zkl_client_dispatch()), with `hold`
+ * and the outcome:
+ *   ZKL_OK         the lock is held: `hold` is the hold, until any thread
+ *                  releases it, once, with zkl_hold_release();
+ *   ZKL_ETIMEDOUT  the deadline passed first;
+ *   ZKL_ECANCELED  the object's cancel function (zkl_mutex_cancel()...)
+ *                  ran meanwhile;
+ *   ZKL_EREVOKED, ZKL_EMISMATCH, ZKL_EAUTH, ...  as for the blocking call.
+ * On any outcome but ZKL_OK, `hold` is freed when fn returns.
+ *
+ * The deadline is absolute (zkl_now_ms() time); negative waits for ever.
+ * As with zkl_mutex_timedlock(), a lock found free at the first look is
+ * taken even past it: 0 makes a try that never waits in the queue.
+ *
+ * An asynchronous hold belongs to no thread. It is never reentrant, and
+ * a thread's blocking hold never covers it, nor the other way round: on
+ * one name they queue behind each other as two processes would. A thread
+ * that blocks on a lock whose asynchronous hold it means to release
+ * itself would wait for ever: use the try or timed forms there. State
+ * changes of the hold (AT_RISK, LOST) reach the object's state callback
+ * like any hold's, and zkl_hold_state() tells them.
+ *
+ * The start functions return ZKL_OK (fn will run), or an error and fn
+ * will not run: ZKL_EINVAL (NULL object, fn or hold), ZKL_ENOMEM,
+ * ZKL_ECLOSED, ZKL_EFORKED. *hold is set before fn can run, and stays
+ * valid until fn returns (a failure), or until released. An object with
+ * asynchronous acquisitions pending, or holds they granted, cannot be
+ * destroyed (ZKL_EBUSY): cancel or release them first.
+ */
+typedef struct zkl_hold zkl_hold_t;
+typedef void (*zkl_hold_fn)(zkl_hold_t *hold, int rc, void *arg);
+
+ZKL_EXTERN int zkl_mutex_lock_async(zkl_mutex_t *mutex, int64_t deadline_ms,
+                                    zkl_hold_fn fn, void *arg,
+                                    zkl_hold_t **hold);
+ZKL_EXTERN int zkl_rwlock_rdlock_async(zkl_rwlock_t *rw, int64_t deadline_ms,
+                                       zkl_hold_fn fn, void *arg,
+                                       zkl_hold_t **hold);
+ZKL_EXTERN int zkl_rwlock_wrlock_async(zkl_rwlock_t *rw, int64_t deadline_ms,
+                                       zkl_hold_fn fn, void *arg,
+                                       zkl_hold_t **hold);
+/* A lease of the semaphore, held as a zkl_hold_t. */
+ZKL_EXTERN int zkl_semaphore_acquire_async(zkl_semaphore_t *sem,
+                                           int64_t deadline_ms,
+                                           zkl_hold_fn fn, void *arg,
+                                           zkl_hold_t **hold);
+
+/*
+ * Gives up an acquisition whose fn has not started: ZKL_OK, and fn never
+ * runs; `hold` is freed, and a node already made is deleted in the
+ * background. ZKL_EBUSY when fn has the outcome already: from inside fn,
+ * at once; from another thread while fn runs, once fn has returned. Then
+ * the outcome stands (a granted hold must be released). Never call it
+ * after fn returned a failure (`hold` is gone), nor on a released hold.
+ */
+ZKL_EXTERN int zkl_hold_cancel(zkl_hold_t *hold);
+
+/*
+ * Releases a granted hold, from any thread, fn included: deletes its node
+ * and frees `hold` (once fn has returned). Waits for the delete's answer,
+ * one round trip, and returns as zkl_mutex_unlock(): ZKL_OK, or ZKL_ELOST
+ * when the hold had been lost or cannot be vouched for. ZKL_EINVAL: not a
+ * granted hold (still pending: cancel it; or released already).
+ */
+ZKL_EXTERN int zkl_hold_release(zkl_hold_t *hold);
+
+/* A granted hold's state (ZKL_STATE_*), token (its node's czxid, as
+ * zkl_mutex_token()), a check with the ensemble (as zkl_mutex_verify())
+ * and its node's path. A hold still pending: ZKL_STATE_NONE and
+ * ZKL_ENOTOWNER. */
+ZKL_EXTERN int zkl_hold_state(const zkl_hold_t *hold);
+ZKL_EXTERN int zkl_hold_token(const zkl_hold_t *hold, uint64_t *token);
+ZKL_EXTERN int zkl_hold_verify(zkl_hold_t *hold);
+ZKL_EXTERN int zkl_hold_node_path(const zkl_hold_t *hold, char *buf,
+                                  size_t size);
 
 /* ------------------------------------------------------------------------ */
 /* Leader election                                                           */

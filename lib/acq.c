@@ -32,13 +32,6 @@ void zkl__acq_unlink(zkl_client_t *c, zkl__acq_t *a) {
   a->prev = a->next = NULL;
 }
 
-static zkl__acq_t *acq_by_id(zkl_client_t *c, uint64_t id) {
-  zkl__acq_t *a;
-  for (a = c->acqs; a; a = a->next)
-    if (a->id == id)
-      return a;
-  return NULL;
-}
 
 void zkl__set_state(zkl_client_t *c, zkl__acq_t *a, int state) {
   if (atomic_load_explicit(&a->state, memory_order_relaxed) == state)
@@ -135,6 +128,43 @@ void zkl__acqs_expire_at_risk(zkl_client_t *c) {
   c->disconnected_at = 0;
 }
 
+/* ---- the table of watched paths ------------------------------------------ */
+
+/* Whether a is on c's list: an acquisition being released is taken off
+ * it first, so that its own delete is not taken for a loss. */
+static int linked(const zkl_client_t *c, const zkl__acq_t *a) {
+  return a->prev || c->acqs == a;
+}
+
+static unsigned bucket(const char *path) {
+  uint32_t h = 2166136261u; /* FNV-1a */
+  while (*path)
+    h = (h ^ (unsigned char)*path++) * 16777619u;
+  return h % ZKL__WTAB;
+}
+
+void zkl__went_add(zkl_client_t *c, zkl__went_t *e, const char *path,
+                   zkl__acq_t *a, int idx) {
+  unsigned b = bucket(path);
+  e->path = path;
+  e->a = a;
+  e->idx = idx;
+  e->next = c->wtab[b];
+  c->wtab[b] = e;
+}
+
+void zkl__went_del(zkl_client_t *c, zkl__went_t *e) {
+  zkl__went_t **pp;
+  if (!e->path)
+    return;
+  for (pp = &c->wtab[bucket(e->path)]; *pp; pp = &(*pp)->next)
+    if (*pp == e) {
+      *pp = e->next;
+      break;
+    }
+  e->path = NULL;
+}
+
 /* ---- verifying holds: their own node, read and watched ------------------ */
 
 struct verify {
@@ -142,7 +172,18 @@ struct verify {
   uint64_t id;
   zkl__session_t *s;
   int64_t czxid; /* of the node asked about: a may have another by now */
+  char path[];   /* finds a again, if it still has that node */
 };
+
+/* The acquisition `id` with own node `path`, if it is still linked. */
+static zkl__acq_t *acq_by_node(zkl_client_t *c, const char *path,
+                               uint64_t id) {
+  zkl__went_t *e;
+  for (e = c->wtab[bucket(path)]; e; e = e->next)
+    if (e->idx < 0 && e->a->id == id && strcmp(e->path, path) == 0)
+      return linked(c, e->a) ? e->a : NULL;
+  return NULL;
+}
 
 /* The read of our own node (with its watch) answered: a hold is HELD if
  * the node is still ours, else LOST; a waiter whose node is gone or not
@@ -150,7 +191,7 @@ struct verify {
 static void on_verified(zkl__call_t *call) {
   struct verify *v = call->ctx;
   zkl_client_t *c = call->c;
-  zkl__acq_t *a = acq_by_id(c, v->id);
+  zkl__acq_t *a = acq_by_node(c, v->path, v->id);
   int rc = call->rc;
   if (a && a->path && a->sess == v->s && a->czxid == v->czxid) {
     int mine = rc == ZOK && zkl__owns(a, &call->stat);
@@ -177,13 +218,15 @@ static void on_verified(zkl__call_t *call) {
 }
 
 void zkl__watch_own(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a) {
-  struct verify *v = malloc(sizeof *v);
+  size_t n = strlen(a->path) + 1;
+  struct verify *v = malloc(sizeof *v + n);
   if (!v)
     return;
   zkl__call_init_fn(&v->call, c, on_verified, v);
   v->id = a->id;
   v->s = s;
   v->czxid = a->czxid;
+  memcpy(v->path, a->path, n);
   s->refs++;
   a->own_watch = ZKL__OWN_PENDING;
   if (zkl__get(&v->call, s, a->path,
@@ -208,6 +251,8 @@ void zkl__schedule_node_watch(zkl_client_t *c, zkl__acq_t *a) {
   if ((a->q->flags & ZKL__Q_NO_NODE_WATCH) || a->own_watch != ZKL__OWN_NONE)
     return; /* a waiter's watch on its own node carries over to the hold */
   a->watch_due = zkl_now_ms() + ZKL__NODE_WATCH_DELAY_MS;
+  if (!c->watch_next || c->watch_next > a->watch_due)
+    c->watch_next = a->watch_due;
   /* Waking the event thread on every acquire costs a context switch and a
    * fight for c->mu per cycle; if it already sleeps until no later than
    * this hold's due time, it will find the hold then. */
@@ -222,6 +267,9 @@ int64_t zkl__acqs_watch_due(zkl_client_t *c) {
   zkl__acq_t *a;
   if (c->state != ZKL_CLIENT_CONNECTED)
     return 0; /* reconnection verifies and watches every hold */
+  /* thousands of acquisitions may be linked: walk them when one is due */
+  if (!c->watch_next || now < c->watch_next)
+    return c->watch_next;
   for (a = c->acqs; a; a = a->next) {
     if (!a->watch_due || !is_hold(a) || !a->path || a->sess != c->sess)
       continue;
@@ -232,7 +280,7 @@ int64_t zkl__acqs_watch_due(zkl_client_t *c) {
       next = a->watch_due;
     }
   }
-  return next;
+  return c->watch_next = next;
 }
 
 /* An event on our own node: the watch is spent. Deleted: a hold is LOST
@@ -259,26 +307,46 @@ static void own_event(zkl_client_t *c, zkl__acq_t *a, int type) {
 
 /* Node events for every path we watch. The C client also hands session
  * events to each path watcher: those are ignored here (session_watcher has
- * them), and so is any event on a path nobody waits on any more. */
+ * them), and so is any event on a path nobody waits on any more. Each
+ * acquisition that watches the path is told once; what it does then may
+ * change the table, so the bucket is searched again from its head after
+ * each, and the acquisitions already told are known by the event's
+ * number. */
 void zkl__path_watcher(zhandle_t *zh, int type, int state, const char *path,
                        void *ctx) {
   zkl_client_t *c = ctx;
-  zkl__acq_t *a;
-  int i, hit;
+  unsigned b;
+  uint64_t seq;
   (void)state;
   if (type == ZOO_SESSION_EVENT || !path)
     return;
+  b = bucket(path);
   pthread_mutex_lock(&c->mu);
-  for (a = c->acqs; a; a = a->next) {
-    if (!a->sess || a->sess->zh != zh)
-      continue;
-    for (i = hit = 0; i < a->nwatch; i++)
-      if (strcmp(a->watch[i], path) == 0) {
+  seq = ++c->evseq;
+  for (;;) {
+    zkl__went_t *e;
+    zkl__acq_t *a = NULL;
+    int i, own = 0, hit = 0;
+    for (e = c->wtab[b]; e && !a; e = e->next)
+      if (e->a->evseq != seq && strcmp(e->path, path) == 0 && e->a->sess &&
+          e->a->sess->zh == zh && linked(c, e->a))
+        a = e->a;
+    if (!a)
+      break;
+    a->evseq = seq;
+    for (e = c->wtab[b]; e; e = e->next) {
+      if (e->a != a || strcmp(e->path, path) != 0)
+        continue;
+      if (e->idx < 0) {
+        own = 1;
+      } else {
+        i = e->idx;
         a->wflags[i] |=
             type == ZOO_DELETED_EVENT ? ZKL__W_GONE : ZKL__W_CHANGED;
         hit = 1;
       }
-    if (a->path && strcmp(a->path, path) == 0)
+    }
+    if (own)
       own_event(c, a, type);
     if (hit)
       zkl__acq_kick(a);

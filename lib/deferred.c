@@ -53,6 +53,11 @@ static void defer(zkl_client_t *c, zkl__session_t *s, const char *path,
   pthread_cond_broadcast(&c->cv);
 }
 
+void zkl__defer_delete_now(zkl_client_t *c, zkl__session_t *s,
+                           const char *path) {
+  defer(c, s, path, NULL, NULL);
+}
+
 void zkl__defer_delete(zkl_client_t *c, zkl__session_t *s, const char *path) {
   zkl__post_log(c, ZKL_LOG_INFO, "%s: will be deleted once connected", path);
   defer(c, s, path, NULL, NULL);

@@ -24,6 +24,7 @@
 /* A state change waiting for delivery to a queue's recipe, or (q NULL) a
  * log line for the hook. */
 struct zkl__event {
+  zkl_hold_t *hold; /* or an asynchronous acquire's outcome */
   zkl__queue_t *q;
   int state;
   uint64_t token;
@@ -110,6 +111,30 @@ void zkl__post_state(zkl_client_t *c, zkl__acq_t *a, int state) {
   enqueue(c, ev);
 }
 
+struct zkl__event *zkl__notice_new(void) {
+  return calloc(1, sizeof(struct zkl__event));
+}
+
+void zkl__post_hold(zkl_client_t *c, zkl_hold_t *h, struct zkl__event *ev) {
+  ev->hold = h;
+  enqueue(c, ev);
+}
+
+int zkl__events_unpost(zkl_client_t *c, zkl_hold_t *h) {
+  struct zkl__event **pp, *ev, *last = NULL;
+  for (pp = &c->evq_head; (ev = *pp); pp = &ev->next) {
+    if (ev->hold == h) {
+      *pp = ev->next;
+      if (c->evq_tail == ev)
+        c->evq_tail = last;
+      free(ev);
+      return 1;
+    }
+    last = ev;
+  }
+  return 0;
+}
+
 /* Discard queued events of q (it is being destroyed); under c->mu. */
 static void purge_events(zkl_client_t *c, zkl__queue_t *q) {
   struct zkl__event **pp = &c->evq_head, *ev;
@@ -158,7 +183,9 @@ static void deliver_one(zkl_client_t *c) {
     c->evq_tail = NULL;
   delivered_freed = 0;
   pthread_mutex_unlock(&c->mu);
-  if (ev->q)
+  if (ev->hold)
+    zkl__hold_deliver(ev->hold);
+  else if (ev->q)
     ev->q->notify(ev->q, ev->state, ev->token);
   else
     c->log_fn(c->log_ctx, ev->level, ev->msg);
@@ -254,6 +281,10 @@ void *zkl__event_main(void *arg) {
       zkl__acqs_expire_at_risk(c);
       continue;
     }
+    if (c->ended) {
+      zkl__runs_settle(c);
+      continue;
+    }
     zkl__pdel_run(c);
     if (c->stopping)
       break;
@@ -263,11 +294,17 @@ void *zkl__event_main(void *arg) {
       int64_t w = zkl__acqs_watch_due(c);
       if (w && (wake < 0 || w < wake))
         wake = w;
+      w = zkl__runs_timers(c);
+      if (w && (wake < 0 || w < wake))
+        wake = w;
     }
     if (c->pdel)
       wake = wake < 0 ? zkl_now_ms() + 1000 : wake;
     if (c->need_session && (wake < 0 || c->session_retry_at < wake))
       wake = c->session_retry_at;
+    /* a run woken above may have ended, or posted a notice */
+    if (c->ended || (c->evq_head && c->dispatch_fd < 0))
+      continue;
     if (wake < 0)
       pthread_cond_wait(&c->cv, &c->mu);
     else {

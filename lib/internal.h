@@ -134,6 +134,18 @@ typedef struct zkl__session {
 typedef struct zkl__acq zkl__acq_t;
 typedef struct zkl__queue zkl__queue_t;
 
+/* A path an acquisition watches, in the client's table of them (acq.c):
+ * a watch event finds its acquisitions without walking them all. `idx`:
+ * the wait set's index, or -1 for the acquisition's own node. Embedded
+ * in what owns the path, so registering never fails. */
+typedef struct zkl__went {
+  const char *path; /* NULL: not registered */
+  zkl__acq_t *a;
+  int idx;
+  struct zkl__went *next;
+} zkl__went_t;
+#define ZKL__WTAB 4096
+
 /* Queue flags (internal; bit 0 is ZKL_MUTEX_NO_NODE_WATCH's on purpose). */
 enum {
   ZKL__Q_NO_NODE_WATCH = 1 << 0,      /* no watch on our own node */
@@ -164,6 +176,8 @@ struct zkl__queue {
   int closed;         /* acquires stop at once (under c->mu) */
   int users;          /* threads inside an acquire/release (under c->mu) */
   int cb_refs;        /* state events queued, not yet delivered */
+  int async;          /* async acquisitions pending or holds granted */
+  int async_refs;     /* zkl_hold_t objects alive (under c->mu) */
   /* Delivers a state change to the recipe; runs on the event thread. */
   void (*notify)(zkl__queue_t *q, int state, uint64_t token);
 };
@@ -202,6 +216,8 @@ struct zkl__acq {
   int session_lost;
   int revoked; /* our waiting node was deleted or replaced by someone */
   struct zkl__run *run;  /* while acquiring: the protocol's machine (queue.c) */
+  zkl__went_t own_went;  /* path: our node's, while we know it */
+  uint64_t evseq;        /* the path watcher's last event that saw us */
   pthread_cond_t cv;
   zkl__acq_t *prev, *next; /* client's list of acquisitions */
 };
@@ -234,6 +250,8 @@ struct zkl_client {
 
   zkl__acq_t *acqs;
   int nqueues;
+  zkl__went_t *wtab[ZKL__WTAB]; /* watched paths, by hash */
+  uint64_t evseq;
 
   pthread_t ev_thread;
   int ev_running;
@@ -245,10 +263,15 @@ struct zkl_client {
   /* When the sleeping event thread wakes by itself (0: it is awake or
    * sleeps with no deadline); lets a new hold skip waking it. */
   int64_t ev_wake_at;
+  int64_t watch_next; /* no hold's watch_due is earlier (0: none) */
   int stopping;
   int need_session;
   int64_t session_retry_at; /* after a handle could not be made */
   struct zkl__event *evq_head, *evq_tail;
+  /* Asynchronous acquisitions: runs ended, for the event thread to
+   * settle; when the earliest parked one is next due (0: none). */
+  zkl__acq_t *ended;
+  int64_t timer_due;
   struct zkl__pdel *pdel;
   zkl__session_t *dead;
 };
@@ -272,6 +295,10 @@ ZKL__HIDDEN void zkl__post_state(zkl_client_t *c, zkl__acq_t *a, int state);
 ZKL__HIDDEN void zkl__set_state(zkl_client_t *c, zkl__acq_t *a, int state);
 ZKL__HIDDEN void zkl__defer_delete(zkl_client_t *c, zkl__session_t *s,
                                    const char *path);
+/* The same, for a node given up with the connection up: sent at once by
+ * the event thread, with no log line. */
+ZKL__HIDDEN void zkl__defer_delete_now(zkl_client_t *c, zkl__session_t *s,
+                                       const char *path);
 ZKL__HIDDEN void zkl__defer_find_delete(zkl_client_t *c, zkl__session_t *s,
                                         const char *dir, const char *guid);
 /* deferred.c, for the event thread: send what is due, free what is done;
@@ -306,12 +333,31 @@ ZKL__HIDDEN void zkl__acqs_expire_at_risk(zkl_client_t *c);
 ZKL__HIDDEN void zkl__acqs_kick(zkl_client_t *c);
 ZKL__HIDDEN void zkl__acq_kick(zkl__acq_t *a);
 ZKL__HIDDEN int64_t zkl__acqs_watch_due(zkl_client_t *c);
+/* Under c->mu: put e (path, a, idx) in the table of watched paths; take
+ * it out (nothing if it is not in). */
+ZKL__HIDDEN void zkl__went_add(zkl_client_t *c, zkl__went_t *e,
+                               const char *path, zkl__acq_t *a, int idx);
+ZKL__HIDDEN void zkl__went_del(zkl_client_t *c, zkl__went_t *e);
 /* Under c->mu: getData with a watch on a's own node (unless the queue
  * opted out of own-node watches, then without). The answer, on the
  * completion thread, confirms a hold (HELD) or loses it, and ends a wait
  * whose node is gone or not ours (a->revoked). */
 ZKL__HIDDEN void zkl__watch_own(zkl_client_t *c, zkl__session_t *s,
                                 zkl__acq_t *a);
+/* async.c: an asynchronous acquire on q (a recipe's, checked): starts
+ * it, and hands the outcome to fn on the callback thread. The notice
+ * that delivers it (events.c: post under c->mu; unpost: taken back
+ * before delivery, 1 if it was still queued; deliver: no lock held). */
+ZKL__HIDDEN int zkl__hold_start(zkl__queue_t *q, int shared,
+                                int64_t deadline_ms, zkl_hold_fn fn,
+                                void *arg, zkl_hold_t **out);
+ZKL__HIDDEN void zkl__hold_deliver(zkl_hold_t *h);
+/* The notice is allocated when the acquire starts: an outcome must never
+ * be lost for want of memory. free() it if never posted. */
+ZKL__HIDDEN struct zkl__event *zkl__notice_new(void);
+ZKL__HIDDEN void zkl__post_hold(zkl_client_t *c, zkl_hold_t *h,
+                                struct zkl__event *ev);
+ZKL__HIDDEN int zkl__events_unpost(zkl_client_t *c, zkl_hold_t *h);
 /* events.c: the event thread's body; the notices left at teardown. */
 ZKL__HIDDEN void *zkl__event_main(void *arg);
 ZKL__HIDDEN void zkl__events_discard(zkl_client_t *c);
@@ -454,9 +500,33 @@ ZKL__HIDDEN void zkl__hold_unlink(zkl__acq_t **list, zkl__acq_t *a);
 ZKL__HIDDEN int zkl__queue_open(zkl__queue_t *q, zkl_client_t *c,
                                 const zkl__queue_spec_t *spec, void *handle);
 ZKL__HIDDEN void zkl__queue_close(zkl__queue_t *q);
-/* shared: join with q->marker_shared. */
+/* shared: join with q->marker_shared. Blocks until the acquisition ends:
+ * *out is the hold. */
 ZKL__HIDDEN int zkl__queue_acquire(zkl__queue_t *q, int mode, int shared,
                                    int64_t deadline_ms, zkl__acq_t **out);
+/* An acquisition that nobody waits for: under c->mu, starts it and
+ * returns (*out is the acquisition, while it runs). When it ends, the
+ * event thread calls done(hold, rc, ctx) under c->mu: hold is the
+ * granted hold, or NULL with the reason it failed (the acquisition is
+ * then gone, its node deleted). done() must not wait. */
+typedef void (*zkl__run_done_fn)(zkl__acq_t *hold, int rc, void *ctx);
+ZKL__HIDDEN int zkl__queue_start(zkl__queue_t *q, int mode, int shared,
+                                 int64_t deadline_ms, zkl__run_done_fn done,
+                                 void *ctx, zkl__acq_t **out);
+/* Under c->mu: the started acquisition a is given up; it ends soon with
+ * ZKL_ECANCELED (done() still comes). */
+ZKL__HIDDEN void zkl__queue_abandon(zkl__acq_t *a);
+/* Under c->mu: end hold (or ended acquisition) a where nothing may wait:
+ * its node is deleted by the event thread, and a is freed. */
+ZKL__HIDDEN void zkl__queue_discard(zkl__acq_t *a);
+/* Under c->mu: forget a's node, its delete left to the event thread
+ * (an acquisition or hold given up where nothing may wait). */
+ZKL__HIDDEN void zkl__queue_drop(zkl__acq_t *a);
+/* The event thread's share, under c->mu: settle the runs that ended;
+ * wake the parked ones whose time came, returning when the next is due
+ * (0: none). */
+ZKL__HIDDEN void zkl__runs_settle(zkl_client_t *c);
+ZKL__HIDDEN int64_t zkl__runs_timers(zkl_client_t *c);
 /* judge: when the delete cannot reach the server, wait for the session's
  * fate and report ZKL_ELOST unless it reconnects (a mutex's unlock). */
 ZKL__HIDDEN int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a, int judge);

@@ -189,6 +189,13 @@ int zkl_mutex_unlock(zkl_mutex_t *m) {
   return release(m, a, 1);
 }
 
+int zkl_mutex_lock_async(zkl_mutex_t *m, int64_t deadline_ms, zkl_hold_fn fn,
+                         void *arg, zkl_hold_t **hold) {
+  int rc = usable(m, m);
+  return rc != ZKL_OK ? rc
+                      : zkl__hold_start(&m->q, 0, deadline_ms, fn, arg, hold);
+}
+
 int zkl_mutex_cancel(zkl_mutex_t *m) {
   int rc = usable(m, m);
   if (rc != ZKL_OK)
@@ -210,7 +217,7 @@ int zkl_mutex_destroy(zkl_mutex_t *m) {
     return ZKL_EFORKED; /* its lock may be held by a thread of the parent */
   c = m->c;
   pthread_mutex_lock(&c->mu);
-  busy = zkl__hold_others(m->holds, me) || m->q.users > 0;
+  busy = zkl__hold_others(m->holds, me) || m->q.users > 0 || m->q.async > 0;
   mine = zkl__hold_find(m->holds, me);
   pthread_mutex_unlock(&c->mu);
   if (busy)

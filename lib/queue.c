@@ -80,6 +80,12 @@ struct zkl__run {
   int parked;       /* waiting for an event, or for wake_at */
   int64_t wake_at;  /* parked: when to look again unasked (-1: never) */
   int done, outcome;
+  /* An asynchronous run ends on the event thread, which calls done() */
+  zkl__run_done_fn done_fn;
+  void *done_ctx;
+  int abandoned;           /* its caller gave up on it: end it quietly */
+  int ended;               /* on c->ended, through ended_next */
+  zkl__acq_t *ended_next;
 
   uint64_t epoch;   /* c->conn_epoch when this look at the queue began */
   int have_list, fresh;
@@ -97,6 +103,7 @@ struct zkl__run {
   void (*then)(zkl__acq_t *a, int rc);
   /* waiting for the wait set */
   waitset_t w;
+  zkl__went_t went[ZKL__WATCH_MAX];
   unsigned char wflags[ZKL__WATCH_MAX];
   zkl__call_t *reads;
   int64_t until;
@@ -202,7 +209,7 @@ static int halt(const run_t *r, int lenient) {
     return ZKL_ECLOSED;
   if (c->auth_failed)
     return ZKL_EAUTH;
-  if (r->q->cancel_gen != r->gen || r->q->closed)
+  if (r->q->cancel_gen != r->gen || r->q->closed || r->abandoned)
     return ZKL_ECANCELED;
   if (r->deadline >= 0 && !lenient && zkl_now_ms() >= r->deadline)
     return ZKL_ETIMEDOUT;
@@ -219,10 +226,20 @@ static int stopped_strict(const run_t *r) { return halt(r, 0); }
 
 static void advance(zkl__acq_t *a) {
   run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
   while (!r->done && !r->inflight && !r->parked)
     r->next(a);
-  /* the waiting thread sleeps until the end, or a parked step's time */
-  pthread_cond_broadcast(&a->cv);
+  if (!r->done_fn) {
+    /* the waiting thread sleeps until the end, or a parked step's time */
+    pthread_cond_broadcast(&a->cv);
+  } else if (r->done && !r->ended) {
+    /* Settled on the event thread: here, a watcher or a completion may
+     * be walking the acquisitions, and a must outlive its walk. */
+    r->ended = 1;
+    r->ended_next = c->ended;
+    c->ended = a;
+    pthread_cond_broadcast(&c->cv);
+  }
 }
 
 void zkl__acq_kick(zkl__acq_t *a) {
@@ -234,9 +251,17 @@ void zkl__acq_kick(zkl__acq_t *a) {
 }
 
 static void park(zkl__acq_t *a, step_fn again, int64_t wake_at) {
-  a->run->next = again;
-  a->run->wake_at = wake_at;
-  a->run->parked = 1;
+  run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  r->next = again;
+  r->wake_at = wake_at;
+  r->parked = 1;
+  /* an asynchronous run's time is kept by the event thread */
+  if (r->done_fn && wake_at >= 0 && (!c->timer_due || wake_at < c->timer_due)) {
+    c->timer_due = wake_at;
+    if (!c->ev_wake_at || c->ev_wake_at > wake_at)
+      pthread_cond_broadcast(&c->cv);
+  }
 }
 
 static void finish(zkl__acq_t *a, int rc) {
@@ -298,6 +323,7 @@ static void step_conn(zkl__acq_t *a) {
 /* Forget our node (it is gone with its session, or was deleted, or is
  * somebody else's now): never to be deleted by us. */
 static void drop_node(zkl_client_t *c, zkl__acq_t *a) {
+  zkl__went_del(c, &a->own_went);
   free(a->path);
   a->path = NULL;
   zkl__session_put(c, a->sess);
@@ -454,6 +480,7 @@ static void adopt(zkl__acq_t *a, char *path, const struct Stat *st) {
   const char *base = strrchr(path, '/');
   int kind;
   a->path = path;
+  zkl__went_add(a->q->c, &a->own_went, path, a, -1);
   a->czxid = st->czxid;
   a->sess = r->s;
   r->s = NULL;
@@ -1069,7 +1096,7 @@ static void step_read(zkl__acq_t *a);
 static void step_wait(zkl__acq_t *a) {
   run_t *r = a->run;
   zkl_client_t *c = a->q->c;
-  int rc;
+  int rc, i;
   if ((rc = stopped(r)) != ZKL_OK) {
     waitset_free(&r->w);
     after_look(a, rc);
@@ -1081,6 +1108,8 @@ static void step_wait(zkl__acq_t *a) {
   a->watch = r->w.paths;
   a->wflags = r->wflags;
   a->nwatch = r->w.plan.nwatch;
+  for (i = 0; i < a->nwatch; i++)
+    zkl__went_add(c, &r->went[i], r->w.paths[i], a, i);
   if (a->own_watch == ZKL__OWN_NONE && !(a->q->flags & ZKL__Q_NO_NODE_WATCH))
     zkl__watch_own(c, a->sess, a);
   r->until = r->deadline;
@@ -1094,6 +1123,9 @@ static void step_wait(zkl__acq_t *a) {
 static void wait_end(zkl__acq_t *a, int rc) {
   run_t *r = a->run;
   zkl_client_t *c = a->q->c;
+  int i;
+  for (i = 0; i < a->nwatch; i++)
+    zkl__went_del(c, &r->went[i]);
   a->watch = NULL;
   a->wflags = NULL;
   a->nwatch = 0;
@@ -1384,6 +1416,7 @@ static void relay(zkl__queue_t *q, zkl__acq_t *a) {
 static void acq_free(zkl_client_t *c, zkl__acq_t *a) {
   zkl__acq_unlink(c, a);
   zkl__session_put(c, a->sess);
+  zkl__went_del(c, &a->own_went);
   free(a->path);
   pthread_cond_destroy(&a->cv);
   free(a);
@@ -1403,23 +1436,44 @@ static void run_free(run_t *r) {
   free(r);
 }
 
-/* Starts the run, then waits for its end: the blocking face of the
- * machine. Parked steps are looked at again when their time comes. */
-int zkl__queue_acquire(zkl__queue_t *q, int mode, int shared,
-                       int64_t deadline_ms, zkl__acq_t **out) {
+/* The run is over: a hold is granted, or the acquisition unwinds and a is
+ * freed. Under c->mu. `wait`: the caller may wait for the delete of our
+ * node (a blocking acquire); else it is left to the event thread. */
+static int settle(zkl__acq_t *a, int wait) {
+  zkl__queue_t *q = a->q;
+  zkl_client_t *c = q->c;
+  run_t *r = a->run;
+  int rc = r->outcome, relay_due = q->limit && (r->waited || r->behind);
+  a->run = NULL;
+  run_free(r);
+  if (rc == ZKL_OK) {
+    zkl__set_state(c, a, c->state == ZKL_CLIENT_CONNECTED
+                             ? ZKL_STATE_HELD
+                             : ZKL_STATE_AT_RISK);
+    zkl__schedule_node_watch(c, a);
+    if (relay_due)
+      relay(q, a);
+    return ZKL_OK;
+  }
+  zkl__acq_unlink(c, a); /* no watcher may take our delete for a loss */
+  if (wait)
+    remove_node(c, a, 0);
+  else
+    zkl__queue_drop(a);
+  acq_free(c, a);
+  return rc;
+}
+
+int zkl__queue_start(zkl__queue_t *q, int mode, int shared,
+                     int64_t deadline_ms, zkl__run_done_fn done, void *ctx,
+                     zkl__acq_t **out) {
   zkl_client_t *c = q->c;
   zkl__acq_t *a = calloc(1, sizeof *a);
   run_t *r = calloc(1, sizeof *r);
-  int rc, relay_due;
-  if (!a || !r) {
+  if (!a || !r || zkl__cond_init(&a->cv) != ZKL_OK) {
     free(a);
     free(r);
-    return ZKL_ENOMEM;
-  }
-  if (zkl__cond_init(&a->cv) != ZKL_OK) {
-    free(a);
-    free(r);
-    return ZKL_ESYSTEM;
+    return a && r ? ZKL_ESYSTEM : ZKL_ENOMEM;
   }
   a->q = q;
   a->shared = shared;
@@ -1429,12 +1483,81 @@ int zkl__queue_acquire(zkl__queue_t *q, int mode, int shared,
   r->deadline = mode == ZKL__TIMED ? deadline_ms : -1;
   r->first = 1;
   r->next = step_top;
-  pthread_mutex_lock(&c->mu);
   r->gen = q->cancel_gen;
+  r->done_fn = done;
+  r->done_ctx = ctx;
   zkl__acq_link(c, a);
+  *out = a;
   advance(a);
-  while (!r->done) {
-    int64_t wake = r->parked ? r->wake_at : -1;
+  return ZKL_OK;
+}
+
+void zkl__queue_abandon(zkl__acq_t *a) {
+  if (!a->run)
+    return;
+  a->run->abandoned = 1;
+  zkl__acq_kick(a);
+}
+
+void zkl__queue_discard(zkl__acq_t *a) {
+  zkl_client_t *c = a->q->c;
+  zkl__acq_unlink(c, a);
+  zkl__queue_drop(a);
+  zkl__set_state(c, a, ZKL_STATE_NONE);
+  acq_free(c, a);
+}
+
+void zkl__queue_drop(zkl__acq_t *a) {
+  zkl_client_t *c = a->q->c;
+  if (a->path && a->sess && !a->sess->expired)
+    zkl__defer_delete_now(c, a->sess, a->path);
+  zkl__went_del(c, &a->own_went);
+  free(a->path);
+  a->path = NULL;
+}
+
+void zkl__runs_settle(zkl_client_t *c) {
+  while (c->ended) {
+    zkl__acq_t *a = c->ended;
+    zkl__run_done_fn fn = a->run->done_fn;
+    void *ctx = a->run->done_ctx;
+    int rc;
+    c->ended = a->run->ended_next;
+    rc = settle(a, 0);
+    fn(rc == ZKL_OK ? a : NULL, rc, ctx);
+  }
+}
+
+int64_t zkl__runs_timers(zkl_client_t *c) {
+  int64_t now = zkl_now_ms();
+  zkl__acq_t *a, *next;
+  if (!c->timer_due || now < c->timer_due)
+    return c->timer_due;
+  c->timer_due = 0;
+  for (a = c->acqs; a; a = next) {
+    run_t *r = a->run;
+    next = a->next; /* a kick ends a run on c->ended, never unlinked here */
+    if (!r || !r->done_fn || !r->parked || r->wake_at < 0)
+      continue;
+    if (r->wake_at <= now)
+      zkl__acq_kick(a);
+    else if (!c->timer_due || r->wake_at < c->timer_due)
+      c->timer_due = r->wake_at;
+  }
+  return c->timer_due;
+}
+
+/* Starts the run, then waits for its end: the blocking face of the
+ * machine. A parked step is looked at again when its time comes. */
+int zkl__queue_acquire(zkl__queue_t *q, int mode, int shared,
+                       int64_t deadline_ms, zkl__acq_t **out) {
+  zkl_client_t *c = q->c;
+  zkl__acq_t *a;
+  int rc;
+  pthread_mutex_lock(&c->mu);
+  rc = zkl__queue_start(q, mode, shared, deadline_ms, NULL, NULL, &a);
+  while (rc == ZKL_OK && !a->run->done) {
+    int64_t wake = a->run->parked ? a->run->wake_at : -1;
     struct timespec ts;
     if (wake >= 0 && zkl_now_ms() >= wake) {
       zkl__acq_kick(a);
@@ -1445,23 +1568,8 @@ int zkl__queue_acquire(zkl__queue_t *q, int mode, int shared,
       pthread_cond_timedwait(&a->cv, &c->mu, &ts);
     }
   }
-  rc = r->outcome;
-  relay_due = q->limit && (r->waited || r->behind);
-  a->run = NULL;
-  run_free(r);
-  if (rc == ZKL_OK) {
-    zkl__set_state(c, a, c->state == ZKL_CLIENT_CONNECTED
-                             ? ZKL_STATE_HELD
-                             : ZKL_STATE_AT_RISK);
-    zkl__schedule_node_watch(c, a);
-    if (relay_due)
-      relay(q, a);
+  if (rc == ZKL_OK && (rc = settle(a, 1)) == ZKL_OK)
     *out = a;
-  } else {
-    zkl__acq_unlink(c, a); /* no watcher may take our delete for a loss */
-    remove_node(c, a, 0);
-    acq_free(c, a);
-  }
   pthread_mutex_unlock(&c->mu);
   if (rc != ZKL_OK && rc != ZKL_EBUSY)
     zkl__log(c, ZKL_LOG_DEBUG, "acquire of %s ended: %s", q->dir,
@@ -1615,6 +1723,8 @@ int zkl__queue_open(zkl__queue_t *q, zkl_client_t *c,
 void zkl__queue_close(zkl__queue_t *q) {
   zkl_client_t *c = q->c;
   pthread_mutex_lock(&c->mu);
+  while (q->async_refs > 0) /* cancelled runs still answering */
+    pthread_cond_wait(&c->cv, &c->mu);
   zkl__wait_cb_refs(c, q);
   c->nqueues--;
   pthread_cond_broadcast(&c->cv);

@@ -275,6 +275,20 @@ int zkl_rwlock_node_path(const zkl_rwlock_t *rw, char *buf, size_t size) {
   return rc != ZKL_OK ? rc : zkl__acq_path(my_hold(rw), buf, size);
 }
 
+int zkl_rwlock_rdlock_async(zkl_rwlock_t *rw, int64_t deadline_ms,
+                            zkl_hold_fn fn, void *arg, zkl_hold_t **hold) {
+  int rc = usable(rw, rw);
+  return rc != ZKL_OK ? rc
+                      : zkl__hold_start(&rw->q, 1, deadline_ms, fn, arg, hold);
+}
+
+int zkl_rwlock_wrlock_async(zkl_rwlock_t *rw, int64_t deadline_ms,
+                            zkl_hold_fn fn, void *arg, zkl_hold_t **hold) {
+  int rc = usable(rw, rw);
+  return rc != ZKL_OK ? rc
+                      : zkl__hold_start(&rw->q, 0, deadline_ms, fn, arg, hold);
+}
+
 int zkl_rwlock_destroy(zkl_rwlock_t *rw) {
   zkl_client_t *c;
   zkl__acq_t *mine;
@@ -288,7 +302,8 @@ int zkl_rwlock_destroy(zkl_rwlock_t *rw) {
     return ZKL_EFORKED;
   c = rw->c;
   pthread_mutex_lock(&c->mu);
-  busy = zkl__hold_others(rw->holds, me) || rw->q.users > 0;
+  busy = zkl__hold_others(rw->holds, me) || rw->q.users > 0 ||
+         rw->q.async > 0;
   mine = zkl__hold_find(rw->holds, me);
   pthread_mutex_unlock(&c->mu);
   if (busy)

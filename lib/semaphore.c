@@ -116,6 +116,15 @@ int zkl_semaphore_timedacquire(zkl_semaphore_t *sem, int64_t deadline_ms,
   return acquire(sem, ZKL__TIMED, deadline_ms < 0 ? 0 : deadline_ms, lease);
 }
 
+int zkl_semaphore_acquire_async(zkl_semaphore_t *sem, int64_t deadline_ms,
+                                zkl_hold_fn fn, void *arg, zkl_hold_t **hold) {
+  if (!sem)
+    return ZKL_EINVAL;
+  if (zkl__forked(sem->fork_gen))
+    return ZKL_EFORKED;
+  return zkl__hold_start(&sem->q, 0, deadline_ms, fn, arg, hold);
+}
+
 int zkl_semaphore_cancel(zkl_semaphore_t *sem) {
   if (!sem)
     return ZKL_EINVAL;
@@ -136,7 +145,7 @@ int zkl_semaphore_destroy(zkl_semaphore_t *sem) {
     return ZKL_EFORKED;
   c = sem->c;
   pthread_mutex_lock(&c->mu);
-  busy = sem->leases > 0 || sem->q.users > 0;
+  busy = sem->leases > 0 || sem->q.users > 0 || sem->q.async > 0;
   pthread_mutex_unlock(&c->mu);
   if (busy)
     return ZKL_EBUSY;

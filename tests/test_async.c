@@ -1,0 +1,529 @@
+/* test_async.c: asynchronous acquires against a real ensemble
+ * (ZKL_TEST_SERVERS): callbacks exactly once, holds released from any
+ * thread, cancel and destroy races, and 10,000 acquisitions pending on
+ * one client with no thread each. */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "admin.h"
+
+/* Waits until nothing is left in queue `name` (deletes given up by a
+ * cancel happen in the background). */
+#define EMPTIED(name)                                                          \
+  do {                                                                         \
+    WAIT_FOR(queue_count(name) == 0, 5000);                                    \
+    CHECK_INT(queue_count(name), ==, 0);                                       \
+  } while (0)
+
+/* What the callbacks saw, shared by a test's acquisitions. */
+struct seen {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int calls, ok, timedout, canceled, other;
+  int inside, max_inside; /* holds of one name at once */
+  pthread_t thread;       /* where the last callback ran */
+  zkl_hold_t *last;
+  int release_in_cb;      /* release the hold inside the callback */
+};
+
+static void seen_init(struct seen *s) {
+  memset(s, 0, sizeof *s);
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->cv, NULL);
+}
+
+static void on_hold(zkl_hold_t *h, int rc, void *arg) {
+  struct seen *s = arg;
+  pthread_mutex_lock(&s->mu);
+  s->calls++;
+  s->thread = pthread_self();
+  if (rc == ZKL_OK) {
+    s->ok++;
+    s->last = h;
+    if (++s->inside > s->max_inside)
+      s->max_inside = s->inside;
+  } else if (rc == ZKL_ETIMEDOUT) {
+    s->timedout++;
+  } else if (rc == ZKL_ECANCELED) {
+    s->canceled++;
+  } else {
+    fprintf(stderr, "callback: %s\n", zkl_err_name(rc));
+    s->other++;
+  }
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+  if (rc == ZKL_OK && s->release_in_cb) {
+    pthread_mutex_lock(&s->mu);
+    s->inside--;
+    pthread_mutex_unlock(&s->mu);
+    CHECK_RC(zkl_hold_release(h), ZKL_OK);
+  }
+}
+
+/* Waits until `calls` callbacks have run, for at most ms. */
+static int seen_wait(struct seen *s, int calls, int ms) {
+  int64_t end = zkl_now_ms() + ms;
+  int n;
+  pthread_mutex_lock(&s->mu);
+  while (s->calls < calls && zkl_now_ms() < end) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 20 * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+  }
+  n = s->calls;
+  pthread_mutex_unlock(&s->mu);
+  return n;
+}
+
+static int calls_now(struct seen *s) {
+  int n;
+  pthread_mutex_lock(&s->mu);
+  n = s->calls;
+  pthread_mutex_unlock(&s->mu);
+  return n;
+}
+
+/* Free lock: granted, on the client's thread; released from this one. */
+static void test_granted_released_elsewhere(void) {
+  zkl_client_t *c = client(10000);
+  zkl_mutex_t *m;
+  zkl_hold_t *h = NULL;
+  struct seen s;
+  uint64_t token = 0;
+  char path[256];
+  new_root();
+  m = mutex(c, "free");
+  seen_init(&s);
+  CHECK_RC(zkl_mutex_lock_async(m, -1, on_hold, &s, &h), ZKL_OK);
+  CHECK(h != NULL);
+  CHECK_INT(seen_wait(&s, 1, 10000), ==, 1);
+  CHECK_INT(s.ok, ==, 1);
+  CHECK(s.last == h);
+  CHECK(!pthread_equal(s.thread, pthread_self()));
+  CHECK_INT(zkl_hold_state(h), ==, ZKL_STATE_HELD);
+  CHECK_RC(zkl_hold_token(h, &token), ZKL_OK);
+  CHECK(token > 0);
+  CHECK_RC(zkl_hold_node_path(h, path, sizeof path), ZKL_OK);
+  CHECK_RC(zkl_hold_verify(h), ZKL_OK);
+  CHECK_INT(queue_count("free"), ==, 1);
+  /* not reentrant, and no thread's: the blocking try fails */
+  CHECK_RC(zkl_mutex_trylock(m), ZKL_EBUSY);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_ENOTOWNER);
+  CHECK_RC(zkl_hold_cancel(h), ZKL_EBUSY); /* granted: release it */
+  CHECK_RC(zkl_mutex_destroy(m), ZKL_EBUSY);
+  CHECK_RC(zkl_hold_release(h), ZKL_OK);
+  CHECK_INT(queue_count("free"), ==, 0);
+  CHECK_RC(zkl_mutex_destroy(m), ZKL_OK);
+  /* bad input: no callback, no hold */
+  m = mutex(c, "free");
+  CHECK_RC(zkl_mutex_lock_async(NULL, -1, on_hold, &s, &h), ZKL_EINVAL);
+  CHECK_RC(zkl_mutex_lock_async(m, -1, NULL, &s, &h), ZKL_EINVAL);
+  CHECK_RC(zkl_mutex_lock_async(m, -1, on_hold, &s, NULL), ZKL_EINVAL);
+  CHECK_RC(zkl_hold_release(NULL), ZKL_EINVAL);
+  CHECK_RC(zkl_hold_cancel(NULL), ZKL_EINVAL);
+  CHECK_INT(zkl_hold_state(NULL), ==, ZKL_EINVAL);
+  CHECK_RC(zkl_mutex_destroy(m), ZKL_OK);
+  zkl_client_destroy(c);
+}
+
+/* Behind a blocking holder: FIFO grants, a cancelled one never called
+ * back, a deadline kept by the event thread, and a blocking acquire of
+ * the same thread that queues like anyone else. */
+static void test_queue_cancel_deadline(void) {
+  zkl_client_t *c = client(10000), *c2 = client(10000);
+  zkl_mutex_t *m = NULL, *m2;
+  zkl_hold_t *h[4];
+  struct seen s;
+  int64_t t0;
+  int i;
+  new_root();
+  m = mutex(c, "q");
+  m2 = mutex(c2, "q");
+  seen_init(&s);
+  CHECK_RC(zkl_mutex_lock(m2), ZKL_OK);
+  for (i = 0; i < 3; i++)
+    CHECK_RC(zkl_mutex_lock_async(m, -1, on_hold, &s, &h[i]), ZKL_OK);
+  t0 = zkl_now_ms();
+  CHECK_RC(zkl_mutex_lock_async(m, t0 + 500, on_hold, &s, &h[3]), ZKL_OK);
+  CHECK_INT(seen_wait(&s, 1, 10000), ==, 1);
+  CHECK_INT(s.timedout, ==, 1);
+  CHECK(zkl_now_ms() - t0 >= 500);
+  CHECK(zkl_now_ms() - t0 < 5000);
+  QUEUED("q", 4);
+  CHECK_INT(zkl_hold_state(h[0]), ==, ZKL_STATE_NONE);
+  CHECK_RC(zkl_hold_cancel(h[1]), ZKL_OK); /* pending: never called back */
+  QUEUED("q", 3);
+  CHECK_RC(zkl_mutex_destroy(m), ZKL_EBUSY);
+  CHECK_RC(zkl_mutex_unlock(m2), ZKL_OK);
+  CHECK_INT(seen_wait(&s, 2, 10000), ==, 2);
+  CHECK(s.last == h[0]);
+  usleep(200 * 1000);
+  CHECK_INT(calls_now(&s), ==, 2); /* h[2] waits for h[0] */
+  CHECK_RC(zkl_hold_release(h[0]), ZKL_OK);
+  CHECK_INT(seen_wait(&s, 3, 10000), ==, 3);
+  CHECK(s.last == h[2]);
+  CHECK_INT(s.ok, ==, 2);
+  /* a blocking acquire queues behind the async hold, as another process */
+  CHECK_RC(zkl_mutex_timedlock(m, zkl_now_ms() + 300), ZKL_ETIMEDOUT);
+  CHECK_RC(zkl_hold_release(h[2]), ZKL_OK);
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  /* and an async one behind this thread's hold */
+  CHECK_RC(zkl_mutex_lock_async(m, -1, on_hold, &s, &h[0]), ZKL_OK);
+  usleep(200 * 1000);
+  CHECK_INT(calls_now(&s), ==, 3);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  CHECK_INT(seen_wait(&s, 4, 10000), ==, 4);
+  CHECK_RC(zkl_hold_release(h[0]), ZKL_OK);
+  CHECK_INT(s.canceled + s.other, ==, 0);
+  /* the object's cancel ends pending ones with a callback */
+  CHECK_RC(zkl_mutex_lock(m2), ZKL_OK);
+  CHECK_RC(zkl_mutex_lock_async(m, -1, on_hold, &s, &h[0]), ZKL_OK);
+  QUEUED("q", 2);
+  CHECK_RC(zkl_mutex_cancel(m), ZKL_OK);
+  CHECK_INT(seen_wait(&s, 5, 10000), ==, 5);
+  CHECK_INT(s.canceled, ==, 1);
+  QUEUED("q", 1);
+  CHECK_RC(zkl_mutex_unlock(m2), ZKL_OK);
+  CHECK_RC(zkl_mutex_destroy(m), ZKL_OK);
+  CHECK_RC(zkl_mutex_destroy(m2), ZKL_OK);
+  zkl_client_destroy(c);
+  zkl_client_destroy(c2);
+}
+
+/* Cancels racing with grants: every acquisition ends exactly one way, a
+ * callback or a successful cancel, and nothing is left in the queue. */
+struct racer {
+  zkl_mutex_t *m;
+  struct seen *s;
+  int n, cancelled, too_late;
+  unsigned seed;
+};
+
+static void *race_main(void *arg) {
+  struct racer *r = arg;
+  int i;
+  for (i = 0; i < r->n; i++) {
+    zkl_hold_t *h = NULL;
+    int rc;
+    CHECK_RC(zkl_mutex_lock_async(r->m, -1, on_hold, r->s, &h), ZKL_OK);
+    usleep((useconds_t)(rand_r(&r->seed) % 8000));
+    rc = zkl_hold_cancel(h);
+    if (rc == ZKL_OK) {
+      r->cancelled++;
+    } else { /* the callback had it first: the hold is ours to release */
+      CHECK_RC(rc, ZKL_EBUSY);
+      r->too_late++;
+      pthread_mutex_lock(&r->s->mu);
+      r->s->inside--;
+      pthread_mutex_unlock(&r->s->mu);
+      CHECK_RC(zkl_hold_release(h), ZKL_OK);
+    }
+  }
+  return NULL;
+}
+
+static void test_cancel_races(void) {
+  zkl_client_t *c = client(10000);
+  zkl_mutex_t *m;
+  struct seen s;
+  struct racer r[3];
+  pthread_t t[3];
+  int i, ended = 0, late = 0;
+  new_root();
+  m = mutex(c, "race");
+  seen_init(&s);
+  for (i = 0; i < 3; i++) {
+    r[i] = (struct racer){m, &s, 100, 0, 0, (unsigned)i + 1};
+    pthread_create(&t[i], NULL, race_main, &r[i]);
+  }
+  for (i = 0; i < 3; i++) {
+    pthread_join(t[i], NULL);
+    ended += r[i].cancelled;
+    late += r[i].too_late;
+  }
+  /* a cancel that lost saw the callback start, so its call counts */
+  usleep(300 * 1000);
+  CHECK_INT(calls_now(&s), ==, late); /* nothing after a cancel */
+  CHECK_INT(ended + late, ==, 300);
+  CHECK_INT(s.max_inside, <=, 1);
+  CHECK_INT(s.other + s.canceled + s.timedout, ==, 0);
+  printf("# cancel races: %d cancelled, %d granted first\n", ended,
+         300 - ended);
+  CHECK_RC(zkl_mutex_destroy(m), ZKL_OK); /* waits for cancelled runs */
+  EMPTIED("race");
+  zkl_client_destroy(c);
+}
+
+/* Read-write lock and semaphore: the same machine under other rules. */
+static void test_rwlock_and_semaphore(void) {
+  zkl_client_t *c = client(10000);
+  zkl_rwlock_t *rw = NULL;
+  zkl_rwlock_options_t ro = {0};
+  zkl_semaphore_t *sem = NULL;
+  zkl_semaphore_options_t so = {0};
+  zkl_hold_t *h[4];
+  struct seen s;
+  int i;
+  new_root();
+  ro.root = so.root = root;
+  CHECK_RC(zkl_rwlock_create(&rw, c, "rw", &ro), ZKL_OK);
+  CHECK_RC(zkl_semaphore_create(&sem, c, "sem", 2, &so), ZKL_OK);
+  seen_init(&s);
+  CHECK_RC(zkl_rwlock_rdlock_async(rw, -1, on_hold, &s, &h[0]), ZKL_OK);
+  CHECK_RC(zkl_rwlock_rdlock_async(rw, -1, on_hold, &s, &h[1]), ZKL_OK);
+  CHECK_INT(seen_wait(&s, 2, 10000), ==, 2); /* readers share */
+  CHECK_RC(zkl_rwlock_wrlock_async(rw, -1, on_hold, &s, &h[2]), ZKL_OK);
+  usleep(200 * 1000);
+  CHECK_INT(calls_now(&s), ==, 2);
+  CHECK_RC(zkl_hold_release(h[0]), ZKL_OK);
+  CHECK_RC(zkl_hold_release(h[1]), ZKL_OK);
+  CHECK_INT(seen_wait(&s, 3, 10000), ==, 3);
+  CHECK(s.last == h[2]);
+  CHECK_RC(zkl_hold_release(h[2]), ZKL_OK);
+  for (i = 0; i < 3; i++)
+    CHECK_RC(zkl_semaphore_acquire_async(sem, -1, on_hold, &s, &h[i]),
+             ZKL_OK);
+  CHECK_INT(seen_wait(&s, 5, 10000), ==, 5);
+  usleep(200 * 1000);
+  CHECK_INT(calls_now(&s), ==, 5); /* two leases */
+  CHECK_RC(zkl_hold_release(h[0]), ZKL_OK);
+  CHECK_INT(seen_wait(&s, 6, 10000), ==, 6);
+  CHECK(s.last == h[2]);
+  CHECK_RC(zkl_hold_release(h[1]), ZKL_OK);
+  CHECK_RC(zkl_hold_release(h[2]), ZKL_OK);
+  CHECK_INT(s.ok, ==, 6);
+  CHECK_RC(zkl_rwlock_destroy(rw), ZKL_OK);
+  CHECK_RC(zkl_semaphore_destroy(sem), ZKL_OK);
+  zkl_client_destroy(c);
+}
+
+/* With ZKL_CLIENT_DISPATCH the outcome waits for the program's thread. */
+static void test_dispatched(void) {
+  zkl_client_t *c = NULL;
+  zkl_client_options_t o = {0};
+  zkl_mutex_t *m;
+  zkl_hold_t *h = NULL;
+  struct seen s;
+  int64_t end;
+  o.session_timeout_ms = 10000;
+  o.flags = ZKL_CLIENT_DISPATCH;
+  CHECK_RC(zkl_client_create(&c, servers, &o), ZKL_OK);
+  new_root();
+  m = mutex(c, "d");
+  seen_init(&s);
+  CHECK_RC(zkl_mutex_lock_async(m, -1, on_hold, &s, &h), ZKL_OK);
+  usleep(300 * 1000);
+  CHECK_INT(calls_now(&s), ==, 0); /* granted by now, not delivered */
+  end = zkl_now_ms() + 10000;
+  while (calls_now(&s) == 0 && zkl_now_ms() < end) {
+    zkl_client_dispatch(c);
+    usleep(10 * 1000);
+  }
+  CHECK_INT(s.ok, ==, 1);
+  CHECK(pthread_equal(s.thread, pthread_self()));
+  CHECK_RC(zkl_hold_release(h), ZKL_OK);
+  /* granted but not dispatched: a cancel takes it back unseen */
+  CHECK_RC(zkl_mutex_lock_async(m, -1, on_hold, &s, &h), ZKL_OK);
+  usleep(300 * 1000);
+  CHECK_INT(queue_count("d"), ==, 1);
+  CHECK_RC(zkl_hold_cancel(h), ZKL_OK);
+  zkl_client_dispatch(c);
+  CHECK_INT(calls_now(&s), ==, 1);
+  CHECK_RC(zkl_mutex_destroy(m), ZKL_OK);
+  EMPTIED("d");
+  zkl_client_destroy(c);
+}
+
+/* Holds to release, handed over by callbacks: a release waits for its
+ * answer, which the callback thread must not. */
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  zkl_hold_t **h;
+  struct seen **s;
+  int n, cap, stop, released;
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL,
+          0, 0, 0, 0};
+
+static void on_hold_pooled(zkl_hold_t *h, int rc, void *arg) {
+  on_hold(h, rc, arg);
+  if (rc != ZKL_OK)
+    return;
+  pthread_mutex_lock(&pool.mu);
+  if (pool.n == pool.cap) {
+    pool.cap = pool.cap ? 2 * pool.cap : 256;
+    pool.h = realloc(pool.h, (size_t)pool.cap * sizeof *pool.h);
+    pool.s = realloc(pool.s, (size_t)pool.cap * sizeof *pool.s);
+  }
+  pool.h[pool.n] = h;
+  pool.s[pool.n++] = arg;
+  pthread_cond_signal(&pool.cv);
+  pthread_mutex_unlock(&pool.mu);
+}
+
+static void *releaser(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&pool.mu);
+  for (;;) {
+    zkl_hold_t *h;
+    struct seen *s;
+    while (!pool.n && !pool.stop)
+      pthread_cond_wait(&pool.cv, &pool.mu);
+    if (!pool.n)
+      break;
+    h = pool.h[--pool.n];
+    s = pool.s[pool.n];
+    pthread_mutex_unlock(&pool.mu);
+    pthread_mutex_lock(&s->mu);
+    s->inside--;
+    pthread_mutex_unlock(&s->mu);
+    CHECK_RC(zkl_hold_release(h), ZKL_OK);
+    pthread_mutex_lock(&pool.mu);
+    pool.released++;
+    pthread_cond_broadcast(&pool.cv);
+  }
+  pthread_mutex_unlock(&pool.mu);
+  return NULL;
+}
+
+static long rss_kib(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long kib = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+      break;
+  if (f)
+    fclose(f);
+  return kib;
+}
+
+static double cpu_s(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+         (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+/* 10,000 acquisitions pending on one client, 100 behind each of 100
+ * names held elsewhere: no thread each, no work while they wait. Then the
+ * holders let go and the callbacks release: every one granted once, never
+ * two holds of a name at once. CPU and memory are reported. */
+#define NAMES 100
+static void test_ten_thousand_pending(void) {
+  const char *env = getenv("ZKL_TEST_ASYNC_PER_NAME"); /* fewer: valgrind */
+  int PER_NAME = env ? atoi(env) : 100;
+  pthread_t rel[4];
+  zkl_client_t *c = client(30000), *hc = client(30000);
+  zkl_mutex_t *m[NAMES], *hm[NAMES];
+  zkl_hold_t *h;
+  struct seen s[NAMES];
+  long rss0, rss1;
+  double cpu0, cpu1, cpu2;
+  int64_t t0, t1, t2;
+  int i, j, total = 0, ok = 0, maxin = 0;
+  new_root();
+  for (i = 0; i < NAMES; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "k%d", i);
+    m[i] = mutex(c, name);
+    hm[i] = mutex(hc, name);
+    CHECK_RC(zkl_mutex_lock(hm[i]), ZKL_OK);
+    seen_init(&s[i]);
+  }
+  for (i = 0; i < 4; i++)
+    pthread_create(&rel[i], NULL, releaser, NULL);
+  rss0 = rss_kib();
+  cpu0 = cpu_s();
+  t0 = zkl_now_ms();
+  for (j = 0; j < PER_NAME; j++)
+    for (i = 0; i < NAMES; i++)
+      CHECK_RC(zkl_mutex_lock_async(m[i], -1, on_hold_pooled, &s[i], &h),
+               ZKL_OK);
+  /* every node made and listed: all of them wait */
+  for (i = 0; i < 2000; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "k%d", NAMES - 1);
+    if (queue_count(name) == PER_NAME + 1)
+      break;
+    usleep(10 * 1000);
+  }
+  /* the listings' answers (a name's queue, 100 times over) take a while to
+   * come in: measure once the process has gone quiet */
+  for (i = 0; i < 60; i++) {
+    double c0 = cpu_s();
+    usleep(500 * 1000);
+    if (cpu_s() - c0 < 0.05)
+      break;
+  }
+  t1 = zkl_now_ms();
+  cpu1 = cpu_s();
+  rss1 = rss_kib();
+  {
+    uint64_t r0 = zkl_client_request_count(c);
+    usleep(2000 * 1000); /* idle: pending acquisitions cost nothing */
+    CHECK_INT(zkl_client_request_count(c) - r0, ==, 0);
+  }
+  cpu2 = cpu_s();
+  for (i = 0; i < NAMES; i++)
+    CHECK_INT(calls_now(&s[i]), ==, 0);
+  printf("# %d pending: settled in %lld ms, %.2f s CPU; RSS +%ld KiB "
+         "(%.0f bytes each); %.3f s CPU in 2 s idle\n",
+         NAMES * PER_NAME, (long long)(t1 - t0), cpu1 - cpu0, rss1 - rss0,
+         (rss1 - rss0) * 1024.0 / (NAMES * PER_NAME), cpu2 - cpu1);
+  CHECK(cpu2 - cpu1 < 0.5);
+  for (i = 0; i < NAMES; i++)
+    CHECK_RC(zkl_mutex_unlock(hm[i]), ZKL_OK);
+  for (i = 0; i < NAMES; i++) {
+    total += seen_wait(&s[i], PER_NAME, 120000);
+    ok += s[i].ok;
+    if (s[i].max_inside > maxin)
+      maxin = s[i].max_inside;
+  }
+  t2 = zkl_now_ms();
+  pthread_mutex_lock(&pool.mu);
+  while (pool.released < ok && zkl_now_ms() < t2 + 60000) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec++;
+    pthread_cond_timedwait(&pool.cv, &pool.mu, &ts);
+  }
+  CHECK_INT(pool.released, ==, ok);
+  pool.stop = 1;
+  pthread_cond_broadcast(&pool.cv);
+  pthread_mutex_unlock(&pool.mu);
+  for (i = 0; i < 4; i++)
+    pthread_join(rel[i], NULL);
+  free(pool.h);
+  free(pool.s);
+  printf("# %d granted and released in %lld ms, %.2f s CPU\n",
+         NAMES * PER_NAME, (long long)(t2 - t1 - 2000), cpu_s() - cpu2);
+  CHECK_INT(total, ==, NAMES * PER_NAME);
+  CHECK_INT(ok, ==, NAMES * PER_NAME);
+  CHECK_INT(maxin, ==, 1);
+  for (i = 0; i < NAMES; i++) {
+    CHECK_RC(zkl_mutex_destroy(m[i]), ZKL_OK);
+    CHECK_RC(zkl_mutex_destroy(hm[i]), ZKL_OK);
+  }
+  zkl_client_destroy(c);
+  zkl_client_destroy(hc);
+}
+
+int main(void) {
+  admin_open();
+  RUN(test_granted_released_elsewhere);
+  RUN(test_queue_cancel_deadline);
+  RUN(test_cancel_races);
+  RUN(test_rwlock_and_semaphore);
+  RUN(test_dispatched);
+  RUN(test_ten_thousand_pending);
+  admin_close();
+  return CHECK_DONE();
+}
