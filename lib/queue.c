@@ -30,7 +30,8 @@ enum {
   RETRY = 1,  /* our node is gone with its session, or unknown: join again */
   RELIST = 2, /* look at the queue again */
   HOLD = 3,   /* we are the head */
-  REJOIN = 4  /* the queue's parents were missing and are made: join again */
+  REJOIN = 4, /* the queue's parents were missing and are made: join again */
+  REVOKED = 5 /* a watch says our node is gone: ask before believing it */
 };
 
 /* Most planted nodes one queue object remembers; past that, a queue full
@@ -1083,6 +1084,53 @@ static void step_confirmed(zkl__acq_t *a) {
     after_look(a, is_session_error(rc) ? RETRY : rc);
 }
 
+/* ---- our node, said gone by a watch ---------------------------------------- */
+
+static void step_revoke_checked(zkl__acq_t *a);
+
+static void revoke_reconnected(zkl__acq_t *a, int rc) {
+  after_look(a, rc == ZKL_OK ? RELIST : rc);
+}
+
+/* A watch said our waiting node was deleted, or is someone else's. The
+ * end of our own session deletes it too, and our watch may hear of that
+ * before we hear of the end (a session closed by the server, or by
+ * another handle): a read on our session tells the two apart, since one
+ * that has ended cannot answer it. */
+static void check_revoked(zkl__acq_t *a) {
+  run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  zkl__session_t *s = a->sess;
+  if (!s || s != c->sess || s->expired || a->session_lost || !a->path) {
+    after_look(a, RETRY);
+    return;
+  }
+  r->rs = s;
+  s->refs++;
+  r->repoch = c->conn_epoch;
+  prep(a, &r->aux);
+  sent(a, &r->aux, zkl__exists(&r->aux, s, a->path));
+  r->next = step_revoke_checked;
+}
+
+static void step_revoke_checked(zkl__acq_t *a) {
+  run_t *r = a->run;
+  zkl__session_t *s = r->rs;
+  int rc = r->aux.rc, mine = rc == ZOK && zkl__owns(a, &r->aux.stat);
+  zkl__session_put(a->q->c, s);
+  r->rs = NULL;
+  if (mine) { /* still ours after all: look again */
+    a->revoked = 0;
+    after_look(a, RELIST);
+  } else if (rc == ZOK || rc == ZNONODE) {
+    after_look(a, gone(a));
+  } else if (zkl__is_conn_error(rc)) {
+    await_conn(a, s, r->repoch, revoke_reconnected);
+  } else {
+    after_look(a, is_session_error(rc) ? RETRY : rc);
+  }
+}
+
 /* ---- waiting ---------------------------------------------------------------- */
 
 /* Watches the wait set and parks until its nodes go. Our own node gets a
@@ -1132,7 +1180,7 @@ static void wait_end(zkl__acq_t *a, int rc) {
   if (a->session_lost)
     rc = RETRY;
   else if (a->revoked)
-    rc = gone(a);
+    rc = REVOKED;
   else if (rc != ZKL_OK)
     ;
   else if (r->polled || r->changed)
@@ -1148,6 +1196,8 @@ static void wait_end(zkl__acq_t *a, int rc) {
   waitset_free(&r->w);
   if (rc == HOLD)
     confirm(a, 0);
+  else if (rc == REVOKED)
+    check_revoked(a);
   else
     after_look(a, rc);
 }

@@ -684,7 +684,8 @@ class Round:
                 self.rogue_deleted[key] = t_done
                 # in a read-write lock or a semaphore the tail of a queue
                 # of two may hold: the victim may not have been waiting
-                if verb == "delwaiter" and (res == "unsure" or self.recipe != "mutex"):
+                if verb == "delwaiter" and (res == "unsure" or
+                                            self.recipe not in ("mutex", "async")):
                     self.rogue_unsure.add(key)
                 self.hfig["recreated" if verb == "recreate" else "deleted"] += 1
                 if verb == "recreate" and r.get("create") != "ok":
@@ -895,7 +896,8 @@ def main():
     ap.add_argument("--root", default="/chaos")
     ap.add_argument("--recipe", default="mutex",
                     help="what the clients take, one per round in turn (a comma-separated "
-                    "list): mutex; rw, read-write locks (3 reads to 1 write, half the writes "
+                    "list): mutex; async, mutexes taken with zkl_mutex_lock_async and "
+                    "released by another thread, one in eight cancelled; rw, read-write locks (3 reads to 1 write, half the writes "
                     "downgrade); sem, semaphores of --leases leases")
     ap.add_argument("--leases", type=int, default=2)
     ap.add_argument("--unlocked", action="store_true",
@@ -910,8 +912,8 @@ def main():
     o.builddir = os.path.abspath(o.builddir)
     o.recipes = [r for r in o.recipe.split(",") if r]
     for r in o.recipes:
-        if r not in ("mutex", "rw", "sem"):
-            ap.error("unknown recipe %r (known: mutex, rw, sem)" % r)
+        if r not in ("mutex", "async", "rw", "sem"):
+            ap.error("unknown recipe %r (known: mutex, async, rw, sem)" % r)
     kinds = [k for k in o.faults.split(",") if k]
     for k in kinds:
         if k not in KINDS:

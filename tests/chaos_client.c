@@ -3,7 +3,7 @@
  *
  *   chaos_client -s HOSTS -r ROOT -l LOCKS -t THREADS -p STORE_PORT
  *                [-T SESSION_MS] [-i ID] [-x SEED] [-u THINK_US] [-W WAIT_MS] [-U]
- *                [-a SCHEME:CREDENTIAL [-C]] [-m mutex|rw|sem] [-n LEASES]
+ *                [-a SCHEME:CREDENTIAL [-C]] [-m mutex|async|rw|sem] [-n LEASES]
  *
  * THREADS threads share one client and LOCKS mutex objects (lock names
  * "l0".."l<LOCKS-1>" under ROOT). Each thread loops until SIGTERM: pick a
@@ -39,6 +39,10 @@
  * write token), the others read:
  *   "R lock token id pid acquired_ms"  -> "OK value" | "STALE max_write"
  *   "E lock token id pid"              -> "OK"       | "STALE max_write"
+ * -m async: the mutexes are taken with zkl_mutex_lock_async (the outcome
+ * comes to a callback on the client's thread, and this thread, another
+ * one, releases the hold); one acquire in eight is cancelled after up to
+ * 2 ms, racing its grant.
  * -m sem: the locks are semaphores of LEASES (-n) leases; each cycle takes
  * a lease, "S lock token id pid acquired_ms" -> "OK", thinks, "E ..." ->
  * "OK", and releases it.
@@ -72,6 +76,7 @@ static const char *hosts, *root = "/chaos";
 static int nlocks = 3, nthreads = 4, store_port, session_ms = 6000, id;
 static int think_us = 2000, wait_ms = 120000, unlocked, acl_creator;
 static const char *mode = "mutex";
+static int async_mode;
 static int leases = 2;
 static zkl_rwlock_t *rwlocks[MAX_LOCKS];
 static zkl_semaphore_t *sems[MAX_LOCKS];
@@ -275,6 +280,49 @@ static void sem_cycle(int fd, int k, unsigned *rs) {
   atomic_fetch_add(&cycles, 1);
 }
 
+/* An asynchronous acquire's outcome, handed from the callback. */
+struct slot {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int done, rc;
+  zkl_hold_t *hold;
+};
+
+static void on_async(zkl_hold_t *hold, int rc, void *arg) {
+  struct slot *s = arg;
+  pthread_mutex_lock(&s->mu);
+  s->done = 1;
+  s->rc = rc;
+  s->hold = hold;
+  pthread_cond_signal(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+}
+
+static void async_cycle(int fd, int k, unsigned *rs) {
+  struct slot s = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL};
+  zkl_hold_t *h = NULL;
+  int64_t t0 = zkl_now_ms(), acquired;
+  uint64_t token = 0;
+  int rc = zkl_mutex_lock_async(mutexes[k], t0 + wait_ms, on_async, &s, &h);
+  if (!acquired_ok(rc, "lock_async")) return;
+  if (rand_r(rs) % 8 == 0) {
+    usleep((useconds_t)(rand_r(rs) % 2000));
+    rc = zkl_hold_cancel(h);
+    if (rc == ZKL_OK) return; /* on_async never runs */
+    if (rc != ZKL_EBUSY) failed("hold cancel", rc);
+  }
+  pthread_mutex_lock(&s.mu); /* the acquire's deadline bounds this */
+  while (!s.done) pthread_cond_wait(&s.cv, &s.mu);
+  pthread_mutex_unlock(&s.mu);
+  if (!acquired_ok(s.rc, "lock_async")) return;
+  acquired = zkl_now_ms();
+  note_max(&max_wait, (long)(acquired - t0));
+  if ((rc = zkl_hold_token(s.hold, &token)) != ZKL_OK) failed("hold token", rc);
+  fenced_update(fd, k, token, acquired, rs);
+  released(fd, zkl_hold_release(s.hold), k, token, "unlock");
+  atomic_fetch_add(&cycles, 1);
+}
+
 static void one_cycle(int fd, unsigned *rs) {
   int k = (int)(rand_r(rs) % (unsigned)nlocks);
   int64_t t0 = zkl_now_ms(), acquired;
@@ -296,6 +344,10 @@ static void one_cycle(int fd, unsigned *rs) {
   }
   if (sems[0]) {
     sem_cycle(fd, k, rs);
+    return;
+  }
+  if (async_mode) {
+    async_cycle(fd, k, rs);
     return;
   }
   if (!acquired_ok(zkl_mutex_timedlock(mutexes[k], t0 + wait_ms), "lock")) return;
@@ -349,7 +401,8 @@ static void parse(int argc, char **argv) {
   if (!hosts || store_port <= 0 || nlocks < 1 || nlocks > MAX_LOCKS || nthreads < 1 ||
       nthreads > MAX_THREADS || think_us < 0 || wait_ms <= 0 || (acl_creator && !auth) ||
       (auth && !strchr(auth, ':')) || leases < 1 ||
-      (strcmp(mode, "mutex") && strcmp(mode, "rw") && strcmp(mode, "sem")))
+      (strcmp(mode, "mutex") && strcmp(mode, "async") && strcmp(mode, "rw") &&
+       strcmp(mode, "sem")))
     usage();
 }
 
@@ -381,6 +434,7 @@ int main(int argc, char **argv) {
   int k, rc, fail = 0;
 
   parse(argc, argv);
+  async_mode = !strcmp(mode, "async");
   mo.root = ro.root = so.root = root;
   mo.state_fn = on_state;
   ro.state_fn = on_rw_state;

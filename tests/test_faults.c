@@ -147,12 +147,81 @@ static void test_new_handle_retried_calmly(void) {
   zkl_client_destroy(c);
 }
 
+/* Asynchronous acquires through a session expiry: a granted hold is LOST
+ * and its release says so; the pending ones join again on the new
+ * session and each callback runs exactly once. */
+struct seen_cb {
+  pthread_mutex_t mu;
+  int calls, ok;
+  zkl_hold_t *granted[8];
+};
+
+static void on_hold_cb(zkl_hold_t *h, int rc, void *arg) {
+  struct seen_cb *s = arg;
+  pthread_mutex_lock(&s->mu);
+  if (rc == ZKL_OK && s->ok < 8)
+    s->granted[s->ok++] = h;
+  else if (rc != ZKL_OK)
+    fprintf(stderr, "async callback: %s\n", zkl_err_name(rc));
+  s->calls++;
+  pthread_mutex_unlock(&s->mu);
+}
+
+static int cb_calls(struct seen_cb *s) {
+  int n;
+  pthread_mutex_lock(&s->mu);
+  n = s->calls;
+  pthread_mutex_unlock(&s->mu);
+  return n;
+}
+
+static void test_async_through_expiry(void) {
+  zkl_client_t *c = client(4000), *hc = client(10000);
+  zkl_mutex_t *m, *hm, *m2;
+  zkl_hold_t *h[5];
+  struct seen_cb s = {PTHREAD_MUTEX_INITIALIZER, 0, 0, {0}};
+  int i;
+  new_root();
+  m = mutex(c, "exp");
+  m2 = mutex(c, "exp2");
+  hm = mutex(hc, "exp");
+  CHECK_RC(zkl_mutex_lock_async(m2, -1, on_hold_cb, &s, &h[0]), ZKL_OK);
+  WAIT_FOR(cb_calls(&s) == 1, 10000);
+  CHECK_RC(zkl_mutex_lock(hm), ZKL_OK);
+  for (i = 1; i < 5; i++)
+    CHECK_RC(zkl_mutex_lock_async(m, -1, on_hold_cb, &s, &h[i]), ZKL_OK);
+  QUEUED("exp", 5);
+  expire(c);
+  WAIT_FOR(zkl_hold_state(h[0]) == ZKL_STATE_LOST, 20000);
+  CHECK_INT(zkl_hold_state(h[0]), ==, ZKL_STATE_LOST);
+  CHECK_RC(zkl_hold_release(h[0]), ZKL_ELOST);
+  /* joined again on the new session, behind the holder */
+  WAIT_FOR(queue_len("exp") == 5 && zkl_client_state(c) ==
+           ZKL_CLIENT_CONNECTED, 20000);
+  CHECK_INT(cb_calls(&s), ==, 1);
+  CHECK_RC(zkl_mutex_unlock(hm), ZKL_OK);
+  for (i = 2; i <= 5; i++) { /* one at a time, each released in turn */
+    WAIT_FOR(cb_calls(&s) == i, 20000);
+    CHECK_INT(cb_calls(&s), ==, i);
+    usleep(100 * 1000);
+    CHECK_INT(cb_calls(&s), ==, i);
+    CHECK_RC(zkl_hold_release(s.granted[i - 1]), ZKL_OK);
+  }
+  CHECK_INT(s.ok, ==, 5);
+  CHECK_RC(zkl_mutex_destroy(m), ZKL_OK);
+  CHECK_RC(zkl_mutex_destroy(m2), ZKL_OK);
+  CHECK_RC(zkl_mutex_destroy(hm), ZKL_OK);
+  zkl_client_destroy(c);
+  zkl_client_destroy(hc);
+}
+
 int main(void) {
   root_tag = "zklfaults";
   admin_open();
   RUN(test_create_name_not_kept);
   RUN(test_unlock_read_lost);
   RUN(test_new_handle_retried_calmly);
+  RUN(test_async_through_expiry);
   admin_close();
   return CHECK_DONE();
 }
