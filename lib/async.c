@@ -46,7 +46,8 @@ static void hold_free(zkl_hold_t *h) {
   free(h);
 }
 
-/* Under c->mu: a cancelled acquisition whose outcome nobody will see. */
+/* Under c->mu: a cancelled acquisition whose outcome nobody will see (a
+ * run that ended after the cancel is never a hold: see settle()). */
 static void discard(zkl_hold_t *h) {
   if (h->a)
     zkl__queue_discard(h->a);

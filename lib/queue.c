@@ -98,6 +98,7 @@ struct zkl__run {
   int rec_i;           /* recovering: the next listed name to look at */
   char *rec_path;
   int tries;           /* agreeing on the directory's data */
+  int if_mine;         /* reading our own node: what "still ours" means */
   /* waiting for a usable connection: then() gets the verdict */
   zkl__session_t *cs;
   uint64_t cepoch;
@@ -1025,31 +1026,24 @@ static void step_position(zkl__acq_t *a) {
     after_look(a, rc);
 }
 
-/* ---- at the head: whose node it is ----------------------------------------- */
+/* ---- whose node it is ------------------------------------------------------ */
 
-static void step_confirmed(zkl__acq_t *a);
+static void step_own_read(zkl__acq_t *a);
 
-static void confirm_reconnected(zkl__acq_t *a, int rc) {
+static void own_reconnected(zkl__acq_t *a, int rc) {
   after_look(a, rc == ZKL_OK ? RELIST : rc);
 }
 
-/* At the head: make sure our node is still there and ours (our czxid,
- * owned by the session we are on now) before we hold, unless that is
- * already known: the listing came with our create, or the watch on our
- * node confirmed it and would have told us of any change since. Elections
- * always ask (ZKL__Q_VERIFY_OWNER): they must never have two leaders,
- * and a node left by an expired session must never make one. */
-static void confirm(zkl__acq_t *a, int fresh) {
+/* Reads our own node on our session, and lets the answer decide: still
+ * ours (our czxid, owned by the session we are on now) gives `if_mine`;
+ * gone or someone else's, gone(). A session that has ended cannot
+ * answer at all, which is what makes the read worth its round trip. */
+static void read_own(zkl__acq_t *a, int if_mine) {
   run_t *r = a->run;
   zkl_client_t *c = a->q->c;
   zkl__session_t *s = a->sess;
   int rc;
-  if (!(a->q->flags & ZKL__Q_VERIFY_OWNER) &&
-      (fresh || a->own_watch == ZKL__OWN_OK)) {
-    after_look(a, HOLD);
-    return;
-  }
-  if (!s || s != c->sess || s->expired) {
+  if (!s || s != c->sess || s->expired || a->session_lost || !a->path) {
     after_look(a, RETRY);
     return;
   }
@@ -1057,15 +1051,16 @@ static void confirm(zkl__acq_t *a, int fresh) {
     after_look(a, rc);
     return;
   }
+  r->if_mine = if_mine;
   r->rs = s;
   s->refs++;
   r->repoch = c->conn_epoch;
   prep(a, &r->aux);
   sent(a, &r->aux, zkl__exists(&r->aux, s, a->path));
-  r->next = step_confirmed;
+  r->next = step_own_read;
 }
 
-static void step_confirmed(zkl__acq_t *a) {
+static void step_own_read(zkl__acq_t *a) {
   run_t *r = a->run;
   zkl_client_t *c = a->q->c;
   zkl__session_t *s = r->rs;
@@ -1074,62 +1069,37 @@ static void step_confirmed(zkl__acq_t *a) {
              !s->expired;
   zkl__session_put(c, s); /* a->sess keeps it alive, if it is still ours */
   r->rs = NULL;
-  if (mine)
-    after_look(a, HOLD);
-  else if (zkl__is_conn_error(rc))
-    await_conn(a, s, r->repoch, confirm_reconnected);
-  else if (rc == ZOK || rc == ZNONODE)
+  if (mine) {
+    a->revoked = 0;
+    after_look(a, r->if_mine);
+  } else if (zkl__is_conn_error(rc)) {
+    await_conn(a, s, r->repoch, own_reconnected);
+  } else if (rc == ZOK || rc == ZNONODE) {
     after_look(a, gone(a));
-  else
+  } else {
     after_look(a, is_session_error(rc) ? RETRY : rc);
+  }
 }
 
-/* ---- our node, said gone by a watch ---------------------------------------- */
-
-static void step_revoke_checked(zkl__acq_t *a);
-
-static void revoke_reconnected(zkl__acq_t *a, int rc) {
-  after_look(a, rc == ZKL_OK ? RELIST : rc);
+/* At the head: make sure our node is still there and ours before we
+ * hold, unless that is already known: the listing came with our create,
+ * or the watch on our node confirmed it and would have told us of any
+ * change since. Elections always ask (ZKL__Q_VERIFY_OWNER): they must
+ * never have two leaders, and a node left by an expired session must
+ * never make one. */
+static void confirm(zkl__acq_t *a, int fresh) {
+  if (!(a->q->flags & ZKL__Q_VERIFY_OWNER) &&
+      (fresh || a->own_watch == ZKL__OWN_OK))
+    after_look(a, HOLD);
+  else
+    read_own(a, HOLD);
 }
 
 /* A watch said our waiting node was deleted, or is someone else's. The
  * end of our own session deletes it too, and our watch may hear of that
  * before we hear of the end (a session closed by the server, or by
- * another handle): a read on our session tells the two apart, since one
- * that has ended cannot answer it. */
-static void check_revoked(zkl__acq_t *a) {
-  run_t *r = a->run;
-  zkl_client_t *c = a->q->c;
-  zkl__session_t *s = a->sess;
-  if (!s || s != c->sess || s->expired || a->session_lost || !a->path) {
-    after_look(a, RETRY);
-    return;
-  }
-  r->rs = s;
-  s->refs++;
-  r->repoch = c->conn_epoch;
-  prep(a, &r->aux);
-  sent(a, &r->aux, zkl__exists(&r->aux, s, a->path));
-  r->next = step_revoke_checked;
-}
-
-static void step_revoke_checked(zkl__acq_t *a) {
-  run_t *r = a->run;
-  zkl__session_t *s = r->rs;
-  int rc = r->aux.rc, mine = rc == ZOK && zkl__owns(a, &r->aux.stat);
-  zkl__session_put(a->q->c, s);
-  r->rs = NULL;
-  if (mine) { /* still ours after all: look again */
-    a->revoked = 0;
-    after_look(a, RELIST);
-  } else if (rc == ZOK || rc == ZNONODE) {
-    after_look(a, gone(a));
-  } else if (zkl__is_conn_error(rc)) {
-    await_conn(a, s, r->repoch, revoke_reconnected);
-  } else {
-    after_look(a, is_session_error(rc) ? RETRY : rc);
-  }
-}
+ * another handle): ask before believing it. Ours after all: look again. */
+static void check_revoked(zkl__acq_t *a) { read_own(a, RELIST); }
 
 /* ---- waiting ---------------------------------------------------------------- */
 
@@ -1494,6 +1464,8 @@ static int settle(zkl__acq_t *a, int wait) {
   zkl_client_t *c = q->c;
   run_t *r = a->run;
   int rc = r->outcome, relay_due = q->limit && (r->waited || r->behind);
+  if (rc == ZKL_OK && r->abandoned)
+    rc = ZKL_ECANCELED; /* granted as it was given up: nobody is told */
   a->run = NULL;
   run_free(r);
   if (rc == ZKL_OK) {
@@ -1597,19 +1569,40 @@ int64_t zkl__runs_timers(zkl_client_t *c) {
   return c->timer_due;
 }
 
+/* A run its caller stopped waiting for has ended (event thread). */
+static void detached_done(zkl__acq_t *hold, int rc, void *ctx) {
+  zkl__queue_t *q = ctx;
+  (void)hold, (void)rc; /* never a hold: settle() unwound it */
+  q->async_refs--;
+  pthread_cond_broadcast(&q->c->cv);
+}
+
 /* Starts the run, then waits for its end: the blocking face of the
- * machine. A parked step is looked at again when its time comes. */
+ * machine. A parked step is looked at again when its time comes. Once
+ * the acquire must end (deadline, cancel) while an answer is still on its
+ * way (a link slow or silently dead, which the C client may take its
+ * receive timeout to give up on), the caller returns and leaves the run
+ * to end in the background, abandoned. The first look is the exception,
+ * as everywhere: a lock free now is taken whatever the deadline. */
 int zkl__queue_acquire(zkl__queue_t *q, int mode, int shared,
                        int64_t deadline_ms, zkl__acq_t **out) {
   zkl_client_t *c = q->c;
   zkl__acq_t *a;
+  run_t *r;
   int rc;
   pthread_mutex_lock(&c->mu);
   rc = zkl__queue_start(q, mode, shared, deadline_ms, NULL, NULL, &a);
-  while (rc == ZKL_OK && !a->run->done) {
-    int64_t wake = a->run->parked ? a->run->wake_at : -1;
+  while (rc == ZKL_OK && !(r = a->run)->done) {
+    int64_t wake = r->parked ? r->wake_at : r->first ? -1 : r->deadline;
     struct timespec ts;
-    if (wake >= 0 && zkl_now_ms() >= wake) {
+    if (r->inflight && (rc = stopped(r)) != ZKL_OK) {
+      r->abandoned = 1;
+      r->done_fn = detached_done;
+      r->done_ctx = q;
+      q->async_refs++;
+      break;
+    }
+    if (wake >= 0 && zkl_now_ms() >= wake && r->parked) {
       zkl__acq_kick(a);
     } else if (wake < 0) {
       pthread_cond_wait(&a->cv, &c->mu);
@@ -1788,8 +1781,10 @@ void zkl__queue_cancel(zkl__queue_t *q) {
   pthread_mutex_lock(&c->mu);
   q->cancel_gen++;
   for (a = c->acqs; a; a = a->next)
-    if (a->q == q)
+    if (a->q == q) {
       zkl__acq_kick(a);
+      pthread_cond_broadcast(&a->cv); /* a caller waiting on an answer */
+    }
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
 }

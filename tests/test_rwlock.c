@@ -406,6 +406,7 @@ static void test_kazoo_names_and_bad_input(void) {
   rw = rwlock(c, "kz", ZKL_RWLOCK_KAZOO);
   CHECK_RC(zkl_rwlock_rdlock(rw), ZKL_OK);
   snprintf(path, sizeof path, "%s/kz", root);
+  admin_sync(path); /* the admin's server may not have our create yet */
   CHECK_INT(zoo_get_children(admin, path, 0, &v), ==, ZOK);
   CHECK_INT(v.count, ==, 1);
   if (v.count == 1)
@@ -413,6 +414,7 @@ static void test_kazoo_names_and_bad_input(void) {
   deallocate_String_vector(&v);
   CHECK_RC(zkl_rwlock_rdunlock(rw), ZKL_OK);
   CHECK_RC(zkl_rwlock_wrlock(rw), ZKL_OK);
+  admin_sync(path);
   CHECK_INT(zoo_get_children(admin, path, 0, &v), ==, ZOK);
   if (v.count == 1)
     CHECK(strstr(v.data[0], "__lock__") != NULL);
