@@ -213,6 +213,7 @@ static void on_verified(zkl__call_t *call) {
     }
   }
   zkl__session_put(c, v->s);
+  pthread_cond_broadcast(&c->cv); /* a teardown may wait for us */
   zkl__call_free(call);
   free(v);
 }

@@ -118,10 +118,16 @@ static void client_teardown(zkl_client_t *c) {
     pthread_join(c->ev_thread, NULL);
   c->ev_running = 0;
   pthread_mutex_lock(&c->mu);
-  /* Pending deletes are moot: closing a session deletes its ephemeral
-   * nodes. Their session references go now (an expired session may have no
-   * other), their records after the close, which may still complete them. */
+  /* The C client drops, and leaks, answers that arrive while it closes a
+   * handle: let the requests under way end first. Deferred deletes get a
+   * moment only: closing the session deletes its ephemeral nodes anyway,
+   * so their session references go after it (an expired session may have
+   * no other), their records after the close, which may still complete
+   * them. Reads of our own nodes end within the receive timeout. */
+  zkl__quiesce(c, zkl_now_ms() + 1000, 1);
   zkl__pdel_release(c);
+  zkl__quiesce(c, zkl_now_ms() + (c->timeout_req > 0 ? c->timeout_req : 10000),
+               0);
   s = c->sess;
   c->sess = NULL;
   zkl__session_put(c, s);

@@ -169,6 +169,24 @@ void zkl__pdel_run(zkl_client_t *c) {
   }
 }
 
+void zkl__quiesce(zkl_client_t *c, int64_t until, int pdel) {
+  for (;;) {
+    struct zkl__pdel *p;
+    struct timespec ts;
+    int busy = 0;
+    if (pdel) {
+      for (p = c->pdel; p; p = p->next)
+        busy |= p->inflight;
+    } else {
+      busy = c->sess && c->sess->refs > 1;
+    }
+    if (!busy || zkl_now_ms() >= until)
+      return;
+    zkl__deadline_ts(until, &ts);
+    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+  }
+}
+
 void zkl__pdel_release(zkl_client_t *c) {
   struct zkl__pdel *p;
   for (p = c->pdel; p; p = p->next) {

@@ -305,6 +305,10 @@ ZKL__HIDDEN void zkl__defer_find_delete(zkl_client_t *c, zkl__session_t *s,
  * at teardown, drop the records' sessions, then free the records. */
 ZKL__HIDDEN void zkl__pdel_run(zkl_client_t *c);
 ZKL__HIDDEN void zkl__pdel_release(zkl_client_t *c);
+/* Teardown, under c->mu: wait, until `until` at the most, for the
+ * deferred deletes' requests under way (pdel), or else for every other
+ * request on the current session, to end. */
+ZKL__HIDDEN void zkl__quiesce(zkl_client_t *c, int64_t until, int pdel);
 ZKL__HIDDEN void zkl__pdel_free_all(zkl_client_t *c);
 ZKL__HIDDEN void zkl__wait_cb_refs(zkl_client_t *c, zkl__queue_t *q);
 /* A hold that lasts this long gets a watch on its own node, so that its
