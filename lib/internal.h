@@ -63,6 +63,10 @@ ZKL__HIDDEN int zkl__may_insert_below(const zkl__entry_t *e, int n, int me,
  * for an e[me] of kind LEASE (0: not a semaphore). */
 #define ZKL__WATCH_MAX 32
 #define ZKL__POLL_MS 5000
+/* How long a blocking acquire that must end (deadline, cancel) waits for
+ * an answer already on its way before it leaves the run to end in the
+ * background: a round trip on any link that works. */
+#define ZKL__GIVE_UP_MS 1000
 typedef struct zkl__plan {
   int before;
   int nwatch;

@@ -1580,27 +1580,37 @@ static void detached_done(zkl__acq_t *hold, int rc, void *ctx) {
 /* Starts the run, then waits for its end: the blocking face of the
  * machine. A parked step is looked at again when its time comes. Once
  * the acquire must end (deadline, cancel) while an answer is still on its
- * way (a link slow or silently dead, which the C client may take its
- * receive timeout to give up on), the caller returns and leaves the run
- * to end in the background, abandoned. The first look is the exception,
- * as everywhere: a lock free now is taken whatever the deadline. */
+ * way, the caller waits for it a moment (ZKL__GIVE_UP_MS): on a working
+ * link it comes in a round trip, and the caller returns with its node
+ * deleted, as a peer's acquire does. On a link slow or silently dead,
+ * which the C client may take its receive timeout to give up on, the
+ * caller returns then and leaves the run to end in the background,
+ * abandoned. The first look is the exception, as everywhere: a lock free
+ * now is taken whatever the deadline. */
 int zkl__queue_acquire(zkl__queue_t *q, int mode, int shared,
                        int64_t deadline_ms, zkl__acq_t **out) {
   zkl_client_t *c = q->c;
   zkl__acq_t *a;
   run_t *r;
+  int64_t give_up = -1;
   int rc;
   pthread_mutex_lock(&c->mu);
   rc = zkl__queue_start(q, mode, shared, deadline_ms, NULL, NULL, &a);
   while (rc == ZKL_OK && !(r = a->run)->done) {
     int64_t wake = r->parked ? r->wake_at : r->first ? -1 : r->deadline;
     struct timespec ts;
-    if (r->inflight && (rc = stopped(r)) != ZKL_OK) {
-      r->abandoned = 1;
-      r->done_fn = detached_done;
-      r->done_ctx = q;
-      q->async_refs++;
-      break;
+    if (r->inflight && stopped(r) != ZKL_OK) {
+      if (give_up < 0)
+        give_up = zkl_now_ms() + ZKL__GIVE_UP_MS;
+      if (zkl_now_ms() >= give_up) {
+        rc = stopped(r);
+        r->abandoned = 1;
+        r->done_fn = detached_done;
+        r->done_ctx = q;
+        q->async_refs++;
+        break;
+      }
+      wake = give_up;
     }
     if (wake >= 0 && zkl_now_ms() >= wake && r->parked) {
       zkl__acq_kick(a);
