@@ -533,6 +533,107 @@ static void many_locks(zkl_client_t *c) {
   free(all), free(w);
 }
 
+/* many-keys: per-key locks as services take them (an order id, an
+ * account): T threads on one client, a key never used before per cycle,
+ * its lock object made and destroyed in the cycle, which is the sample. */
+typedef struct {
+  zkl_client_t *c;
+  const char *dir;
+  int id;
+  long long *samples;
+  long n, held;
+} key_worker_t;
+
+static void *key_worker(void *arg) {
+  key_worker_t *w = arg;
+  char name[64];
+  long t;
+  wait_go();
+  while ((t = atomic_fetch_add(&sh.tickets, 1)) < M) {
+    int64_t a = now_ns();
+    zkl_mutex_t *m;
+    snprintf(name, sizeof name, "k%d-%ld", w->id, t);
+    m = new_mutex(w->c, w->dir, name);
+    check(zkl_mutex_lock(m), "lock");
+    w->held++;
+    check(zkl_mutex_unlock(m), "unlock");
+    zkl_mutex_destroy(m);
+    w->samples[w->n++] = now_ns() - a;
+  }
+  return NULL;
+}
+
+static void no_watch(zhandle_t *zh, int t, int s, const char *p, void *x);
+static void quiet(const char *m);
+
+/* Children of path, as a plain ZooKeeper client sees them (-1: failed). */
+static int count_children(const char *path) {
+  zhandle_t *zh = zookeeper_init2(connect_str, no_watch, 10000, NULL, NULL, 0,
+                                  quiet);
+  struct String_vector v;
+  int i, n = -1, rc;
+  for (i = 0; zh && i < 100 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
+    usleep(50000);
+  if (zh && zoo_state(zh) == ZOO_CONNECTED_STATE) {
+    if ((rc = zoo_get_children(zh, path, 0, &v)) == ZOK) {
+      n = v.count;
+      deallocate_String_vector(&v);
+    } else if (rc == ZNONODE) {
+      n = 0;
+    }
+  }
+  if (zh)
+    zookeeper_close(zh);
+  return n;
+}
+
+static void many_keys(zkl_client_t *c) {
+  key_worker_t *w = calloc((size_t)T, sizeof *w);
+  pthread_t *t = calloc((size_t)T, sizeof *t);
+  char dir[300];
+  long long *all = calloc((size_t)M + 1, sizeof *all);
+  long total = 0, held = 0;
+  counters_t ctr;
+  int64_t t0, el;
+  int i;
+  snprintf(dir, sizeof dir, "%s/keys", base);
+  atomic_store(&sh.tickets, 0);
+  atomic_store(&sh.ready, 0);
+  sh.go = 0;
+  for (i = 0; i < T; i++) {
+    w[i] = (key_worker_t){c, dir, i, calloc((size_t)M, sizeof(long long)), 0,
+                          0};
+    pthread_create(&t[i], NULL, key_worker, &w[i]);
+  }
+  pthread_mutex_lock(&sh.mu);
+  while (atomic_load(&sh.ready) < T)
+    pthread_cond_wait(&sh.cv, &sh.mu);
+  pthread_mutex_unlock(&sh.mu);
+  ctr_begin(&ctr);
+  t0 = now_ns();
+  pthread_mutex_lock(&sh.mu);
+  sh.go = 1;
+  pthread_cond_broadcast(&sh.cv);
+  pthread_mutex_unlock(&sh.mu);
+  for (i = 0; i < T; i++)
+    pthread_join(t[i], NULL);
+  el = now_ns() - t0;
+  for (i = 0; i < T; i++) {
+    memcpy(all + total, w[i].samples, (size_t)w[i].n * sizeof *all);
+    total += w[i].n;
+    held += w[i].held;
+    free(w[i].samples);
+  }
+  begin("many-keys");
+  timed(total, el, all, total);
+  ctr_end(&ctr, M);
+  key_int("threads", T);
+  key_bool("counter_ok", held == total);
+  key_int("left_behind", count_children(dir));
+  end();
+  free(all), free(w), free(t);
+}
+
 static void reentrant(zkl_client_t *c) {
   zkl_mutex_t *m = new_mutex(c, base, "reentrant");
   counters_t ctr;
@@ -817,6 +918,8 @@ int main(int argc, char **argv) {
       contended();
     else if (!strcmp(w, "many-locks"))
       many_locks(c);
+    else if (!strcmp(w, "many-keys"))
+      many_keys(c);
     else if (!strcmp(w, "reentrant"))
       reentrant(c);
     else if (!strcmp(w, "idle-waiters"))

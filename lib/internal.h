@@ -168,6 +168,15 @@ struct zkl__queue {
   int limit;          /* a semaphore's leases (marker "-lease-"), or 0 */
   char *dir_data;     /* what <dir>'s data must say ("max=N"), or NULL */
   int64_t dir_czxid;  /* the <dir> found to say it, or 0 (under c->mu) */
+  /* <dir>, as this object knows it (under c->mu): seen (a create in it
+   * went through, so joins need not make it first); the incarnation this
+   * object made as a container, or 0; and whether the last look at the
+   * queue found our node alone in that one: then it is this object's to
+   * delete at close, where the server would only reap it a minute later
+   * (at a bounded rate), and per-key locks would pile parents up. */
+  int dir_seen;
+  int64_t dir_made;
+  int dir_alone;
   char *id;           /* election candidate id, or NULL */
   void *user_data;    /* caller data stored in each node */
   size_t user_len;

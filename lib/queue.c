@@ -464,6 +464,16 @@ static void step_join(zkl__acq_t *a) {
   prep(a, &r->gd);
   prep(a, &r->cr);
   prep(a, &r->ls);
+  prep(a, &r->aux);
+  /* A directory this object has not seen is made first, in the same
+   * round trip: per-key locks are mostly taken on keys never used before,
+   * whose create would otherwise fail and wait for one more. Whatever it
+   * answers (made, there already, not ours to make), the create tells. */
+  if (!q->dir_seen)
+    sent(a, &r->aux,
+         zkl__create(&r->aux, r->s, q->dir, q->dir_data,
+                     q->dir_data ? (int)strlen(q->dir_data) : -1,
+                     ZOO_CONTAINER));
   if (read_dir) /* first: what the directory says binds a node made after */
     sent(a, &r->gd, zkl__get(&r->gd, r->s, q->dir, 0));
   sent(a, &r->cr,
@@ -498,7 +508,11 @@ static void step_joined(zkl__acq_t *a) {
   run_t *r = a->run;
   zkl_client_t *c = a->q->c;
   int rc = r->cr.rc;
+  if (r->aux.done && r->aux.rc == ZOK) /* the directory, made first */
+    a->q->dir_made = r->aux.stat.czxid;
+  zkl__call_free(&r->aux);
   if (rc == ZOK) {
+    a->q->dir_seen = 1;
     adopt(a, r->cr.path, &r->cr.stat);
     r->cr.path = NULL;
     r->nonode = 0;
@@ -570,6 +584,8 @@ static void step_mkdir_done(zkl__acq_t *a) {
   run_t *r = a->run;
   size_t len = strlen(a->q->dir);
   int rc = r->aux.rc == ZNODEEXISTS ? ZOK : r->aux.rc;
+  if (r->aux.rc == ZOK && strlen(r->mk) == len)
+    a->q->dir_made = r->aux.stat.czxid;
   zkl__call_free(&r->aux);
   if (rc == ZNONODE && strchr(r->mk + 1, '/')) {
     *strrchr(r->mk, '/') = '\0'; /* its parent first */
@@ -1019,6 +1035,8 @@ static void step_position(zkl__acq_t *a) {
   int rc;
   r->w.plan.nwatch = 0;
   rc = position(a, &r->ls, &r->w);
+  a->q->dir_alone = r->ls.kids.count == 1 && a->q->dir_made &&
+                    r->ls.stat.czxid == a->q->dir_made;
   zkl__call_free(&r->ls);
   if (rc == HOLD)
     confirm(a, r->fresh);
@@ -1773,12 +1791,50 @@ int zkl__queue_open(zkl__queue_t *q, zkl_client_t *c,
   return rc;
 }
 
+/* The directory's delete, which nobody waits for. */
+typedef struct {
+  zkl__call_t call;
+  zkl__session_t *s;
+  char *path;
+} dir_delete_t;
+
+static void on_dir_deleted(zkl__call_t *call) {
+  dir_delete_t *d = call->ctx;
+  zkl_client_t *c = call->c;
+  zkl__session_put(c, d->s);
+  free(d->path);
+  free(d);
+  pthread_cond_broadcast(&c->cv);
+}
+
+/* Deletes the queue's directory when this object made it and last found
+ * our node alone in it: gone with its last user instead of at the
+ * server's next sweep. A newcomer makes the delete fail (ZNOTEMPTY), and
+ * a node created just after it finds no directory and makes it again, as
+ * after a sweep. Under c->mu. */
+static void tidy_dir(zkl__queue_t *q) {
+  zkl_client_t *c = q->c;
+  dir_delete_t *d;
+  if (!q->dir_made || !q->dir_alone || !c->sess || c->sess->expired ||
+      c->state != ZKL_CLIENT_CONNECTED || c->stopping)
+    return;
+  if (!(d = calloc(1, sizeof *d)) || !(d->path = zkl__strdup(q->dir))) {
+    free(d);
+    return; /* the server's sweep takes it */
+  }
+  d->s = zkl__session_get(c);
+  zkl__call_init_fn(&d->call, c, on_dir_deleted, d);
+  if (zkl__delete(&d->call, d->s, d->path) != ZOK)
+    on_dir_deleted(&d->call);
+}
+
 void zkl__queue_close(zkl__queue_t *q) {
   zkl_client_t *c = q->c;
   pthread_mutex_lock(&c->mu);
   while (q->async_refs > 0) /* cancelled runs still answering */
     pthread_cond_wait(&c->cv, &c->mu);
   zkl__wait_cb_refs(c, q);
+  tidy_dir(q);
   c->nqueues--;
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);

@@ -153,6 +153,72 @@ static void test_cancel(void) {
   zkl_client_destroy(b);
 }
 
+/* Per-key locks: an object that made its key's parent, and last found
+ * its node alone there, deletes the parent when destroyed; keys used
+ * once leave nothing behind for the server's sweep. A parent with a
+ * newcomer in it stays, and the newcomer's hold with it. */
+struct keys_job {
+  zkl_client_t *c;
+  int id, failed;
+};
+
+static void *keys_main(void *arg) {
+  struct keys_job *j = arg;
+  char name[32];
+  int i;
+  for (i = 0; i < 25; i++) {
+    zkl_mutex_t *m = NULL;
+    zkl_mutex_options_t o = {0};
+    o.root = root;
+    snprintf(name, sizeof name, "key-%d-%d", j->id, i);
+    if (zkl_mutex_create(&m, j->c, name, &o) != ZKL_OK ||
+        zkl_mutex_lock(m) != ZKL_OK || zkl_mutex_unlock(m) != ZKL_OK)
+      j->failed++;
+    zkl_mutex_destroy(m);
+  }
+  return NULL;
+}
+
+static void test_keys_leave_no_parent(void) {
+  enum { T = 4 };
+  zkl_client_t *c = client(10000), *c2 = client(10000);
+  zkl_mutex_t *a, *b;
+  struct keys_job j[T];
+  pthread_t t[T];
+  struct String_vector v;
+  int i, left = 0, rc;
+  new_root();
+  for (i = 0; i < T; i++) {
+    j[i] = (struct keys_job){c, i, 0};
+    pthread_create(&t[i], NULL, keys_main, &j[i]);
+  }
+  for (i = 0; i < T; i++) {
+    pthread_join(t[i], NULL);
+    CHECK_INT(j[i].failed, ==, 0);
+  }
+  a = mutex(c, "shared-key");
+  b = mutex(c2, "shared-key");
+  CHECK_RC(zkl_mutex_lock(a), ZKL_OK); /* a makes the parent, alone */
+  CHECK_RC(zkl_mutex_unlock(a), ZKL_OK);
+  CHECK_RC(zkl_mutex_lock(b), ZKL_OK);
+  CHECK_RC(zkl_mutex_destroy(a), ZKL_OK); /* its delete finds b's node */
+  zkl_client_destroy(c);                  /* which it waits for */
+  CHECK_INT(queue_len("shared-key"), ==, 1);
+  CHECK_INT(zkl_mutex_state(b), ==, ZKL_STATE_HELD);
+  CHECK_RC(zkl_mutex_unlock(b), ZKL_OK);
+  zkl_mutex_destroy(b);
+  zkl_client_destroy(c2);
+  /* right away: the server's sweep (every second here) has not come */
+  admin_sync(root);
+  rc = zoo_get_children(admin, root, 0, &v);
+  CHECK(rc == ZOK || rc == ZNONODE);
+  for (i = 0; rc == ZOK && i < v.count; i++)
+    left += strncmp(v.data[i], "key-", 4) == 0;
+  if (rc == ZOK)
+    deallocate_String_vector(&v);
+  CHECK_INT(left, ==, 0);
+}
+
 static void test_fifo(void) {
   enum { N = 4 };
   zkl_client_t *h = client(10000), *cl[N];
@@ -461,6 +527,7 @@ int main(void) {
   RUN(test_reentrant_costs_no_request);
   RUN(test_try_and_timed);
   RUN(test_cancel);
+  RUN(test_keys_leave_no_parent);
   RUN(test_fifo);
   RUN(test_threads_exclude);
   RUN(test_bad_input);
