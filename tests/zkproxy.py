@@ -9,9 +9,10 @@ so it can cut a connection at an awkward moment:
 LISTEN_PORT 0 picks a free port, written to STATE_DIR/port.
 
 Control, by creating a file in STATE_DIR (the proxy removes it when done):
-  cut-after-create   forward the next create request, then close the client's
-                     connection before the reply can reach it; if the file
-                     says "stall", create STATE_DIR/stall at the cut
+  cut-after-create   forward the next create of a node (not a container's),
+                     then close the client's connection before the reply
+                     can reach it; if the file says "stall", create
+                     STATE_DIR/stall at the cut
   cut-after-delete   the same for the next delete request
   cut-now            close every proxied connection at once
   delay              (kept while present) "MEAN_MS JITTER_MS STALL_PERMILLE
@@ -40,11 +41,14 @@ import struct
 import sys
 import threading
 
-OP_CREATE, OP_DELETE, OP_CREATE2, OP_CREATE_CONTAINER = 1, 2, 15, 19
+OP_CREATE, OP_DELETE, OP_CREATE2 = 1, 2, 15
 OP_PING, PING_XID = 11, -2
 # reply header: xid, zxid (0: the client keeps its last zxid), err
 PING_REPLY = struct.pack(">iiqi", 16, PING_XID, 0, 0)
-CREATE_OPS = (OP_CREATE, OP_CREATE2, OP_CREATE_CONTAINER)
+# cut-after-create aims at a node's create: the container create of its
+# parent, which goes first in the same round trip on a lock object's first
+# use, is forwarded like any other request
+CREATE_OPS = (OP_CREATE, OP_CREATE2)
 
 listen_port = int(sys.argv[1])
 server_host, server_port = sys.argv[2].rsplit(":", 1)
