@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# compare.sh: zklock beside the peers (Apache Curator, kazoo) in one run, on
+# compare.sh: zklock beside the peers (Apache Curator, kazoo, and the
+# seeds' single-instance Redis lock, which needs no ensemble) in one run, on
 # one freshly started 3-node ensemble, plus the ensemble's write ceiling.
 #
 #   bash bench/compare.sh [-r REPS] [-i IMPLS] [-f] [-- BENCH FLAGS...]
 #   e.g. bash bench/compare.sh -r 3 -- -C 8 -T 16
+#   bash bench/compare.sh -r 3 -- -w many-locks,many-keys -T 64   # per-key
 #   bash bench/compare.sh -f -r 3     # the lock family: read-heavy and
 #        semaphore (default flags -w read-heavy,semaphore -C 9 -M 2000), with
 #        Curator's and kazoo's read-write locks and semaphores driven by
@@ -32,7 +34,7 @@ while [ $# -gt 0 ]; do
 done
 
 need=""
-for p in zookeeper libzookeeper-mt-dev libcurator-recipes-java python3-kazoo default-jdk-headless; do
+for p in zookeeper libzookeeper-mt-dev libcurator-recipes-java python3-kazoo default-jdk-headless redis-server libhiredis-dev; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || need="$need $p"
 done
 if [ -n "$need" ]; then
@@ -68,7 +70,7 @@ if [ "$family" = 1 ]; then
   [ $# -gt 0 ] || set -- -w read-heavy,semaphore -C 9 -M 2000
   : "${impls:=curator-family,kazoo-family,zklock}"
 fi
-"$peers/run-peers.sh" -n 3 -r "$reps" -i "${impls:-curator,kazoo,zklock}" -- "$@"
+"$peers/run-peers.sh" -n 3 -r "$reps" -i "${impls:-curator,kazoo,redis,zklock}" -- "$@"
 echo
 echo "write ceiling of the same ensemble (pipelined create+delete pairs, 3 runs):"
 for i in 1 2 3; do "$ceiling" --connect "$connect" -M 3000 -W 64 --label "ceiling,run=$i"; done
