@@ -178,6 +178,11 @@ int zkl__new_session(zkl_client_t *c) {
     free(s);
     return -1;
   }
+  /* The C client resolves the host list every time it polls its socket
+   * (getaddrinfo: netlink dumps, a socket opened and closed): under load
+   * that took more CPU than the lock itself. Resolve when a connection
+   * is lost, as it does anyway. */
+  zoo_set_servers_resolution_delay(s->zh, -1);
   /* The C client sends the credentials ahead of every request, and again
    * on every reconnection of this handle; a new handle needs them anew. */
   if (c->auth_scheme &&
