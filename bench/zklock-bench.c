@@ -376,8 +376,10 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-/* Starts n workers, waits until all are ready, times them to the end. */
-static int64_t run_workers(worker_t *w, int n, counters_t *ctr) {
+/* Starts n threads running fn on the n elements of `arg` (each `size`
+ * bytes), waits until all are ready, times them to the end. */
+static int64_t run_threads(void *(*fn)(void *), void *arg, size_t size, int n,
+                           counters_t *ctr) {
   pthread_t *t = calloc((size_t)n, sizeof *t);
   int64_t t0;
   int i;
@@ -385,7 +387,7 @@ static int64_t run_workers(worker_t *w, int n, counters_t *ctr) {
   atomic_store(&sh.ready, 0);
   sh.go = 0;
   for (i = 0; i < n; i++)
-    pthread_create(&t[i], NULL, worker, &w[i]);
+    pthread_create(&t[i], NULL, fn, (char *)arg + (size_t)i * size);
   pthread_mutex_lock(&sh.mu);
   while (atomic_load(&sh.ready) < n)
     pthread_cond_wait(&sh.cv, &sh.mu);
@@ -400,6 +402,10 @@ static int64_t run_workers(worker_t *w, int n, counters_t *ctr) {
     pthread_join(t[i], NULL);
   free(t);
   return now_ns() - t0;
+}
+
+static int64_t run_workers(worker_t *w, int n, counters_t *ctr) {
+  return run_threads(worker, w, sizeof *w, n, ctr);
 }
 
 static long long *gather(worker_t *w, int n, long *total) {
@@ -589,35 +595,17 @@ static int count_children(const char *path) {
 
 static void many_keys(zkl_client_t *c) {
   key_worker_t *w = calloc((size_t)T, sizeof *w);
-  pthread_t *t = calloc((size_t)T, sizeof *t);
   char dir[300];
   long long *all = calloc((size_t)M + 1, sizeof *all);
   long total = 0, held = 0;
   counters_t ctr;
-  int64_t t0, el;
+  int64_t el;
   int i;
   snprintf(dir, sizeof dir, "%s/keys", base);
-  atomic_store(&sh.tickets, 0);
-  atomic_store(&sh.ready, 0);
-  sh.go = 0;
-  for (i = 0; i < T; i++) {
+  for (i = 0; i < T; i++)
     w[i] = (key_worker_t){c, dir, i, calloc((size_t)M, sizeof(long long)), 0,
                           0};
-    pthread_create(&t[i], NULL, key_worker, &w[i]);
-  }
-  pthread_mutex_lock(&sh.mu);
-  while (atomic_load(&sh.ready) < T)
-    pthread_cond_wait(&sh.cv, &sh.mu);
-  pthread_mutex_unlock(&sh.mu);
-  ctr_begin(&ctr);
-  t0 = now_ns();
-  pthread_mutex_lock(&sh.mu);
-  sh.go = 1;
-  pthread_cond_broadcast(&sh.cv);
-  pthread_mutex_unlock(&sh.mu);
-  for (i = 0; i < T; i++)
-    pthread_join(t[i], NULL);
-  el = now_ns() - t0;
+  el = run_threads(key_worker, w, sizeof *w, T, &ctr);
   for (i = 0; i < T; i++) {
     memcpy(all + total, w[i].samples, (size_t)w[i].n * sizeof *all);
     total += w[i].n;
@@ -631,7 +619,7 @@ static void many_keys(zkl_client_t *c) {
   key_bool("counter_ok", held == total);
   key_int("left_behind", count_children(dir));
   end();
-  free(all), free(w), free(t);
+  free(all), free(w);
 }
 
 static void reentrant(zkl_client_t *c) {
