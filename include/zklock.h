@@ -355,7 +355,8 @@ typedef struct zkl_mutex_options {
  * The lock's own parent is made in the same round trip as the object's
  * first node; when this object made it and last found its node alone in
  * it, destroying the object deletes it (a per-key lock used once leaves
- * nothing behind), unless someone has joined since.
+ * nothing behind), unless someone has joined since or deleted and made it
+ * again (it is read first: then it is theirs).
  *
  * `name` must be 1..ZKL_NAME_MAX bytes, contain no '/', no control
  * character, and not be "." or "..". opts->root must be an absolute path

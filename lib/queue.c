@@ -1791,27 +1791,43 @@ int zkl__queue_open(zkl__queue_t *q, zkl_client_t *c,
   return rc;
 }
 
-/* The directory's delete, which nobody waits for. */
+/* The directory's read, then delete, which nobody waits for. */
 typedef struct {
   zkl__call_t call;
   zkl__session_t *s;
   char *path;
+  int64_t czxid; /* the incarnation we made */
 } dir_delete_t;
 
-static void on_dir_deleted(zkl__call_t *call) {
+static void on_dir_done(zkl__call_t *call) {
   dir_delete_t *d = call->ctx;
   zkl_client_t *c = call->c;
+  zkl__call_free(call);
   zkl__session_put(c, d->s);
   free(d->path);
   free(d);
   pthread_cond_broadcast(&c->cv);
 }
 
+/* Deleted only if it is still the one we made, and empty: a directory
+ * someone deleted and made again since our last look is theirs. */
+static void on_dir_read(zkl__call_t *call) {
+  dir_delete_t *d = call->ctx;
+  if (call->rc != ZOK || call->stat.czxid != d->czxid ||
+      call->stat.numChildren != 0) {
+    on_dir_done(call);
+    return;
+  }
+  zkl__call_init_fn(call, call->c, on_dir_done, d);
+  if (zkl__delete(call, d->s, d->path) != ZOK)
+    on_dir_done(call);
+}
+
 /* Deletes the queue's directory when this object made it and last found
  * our node alone in it: gone with its last user instead of at the
- * server's next sweep. A newcomer makes the delete fail (ZNOTEMPTY), and
- * a node created just after it finds no directory and makes it again, as
- * after a sweep. Under c->mu. */
+ * server's next sweep. A newcomer leaves it be (or makes the delete fail,
+ * ZNOTEMPTY), and a node created just after it finds no directory and
+ * makes it again, as after a sweep. Under c->mu. */
 static void tidy_dir(zkl__queue_t *q) {
   zkl_client_t *c = q->c;
   dir_delete_t *d;
@@ -1822,10 +1838,11 @@ static void tidy_dir(zkl__queue_t *q) {
     free(d);
     return; /* the server's sweep takes it */
   }
+  d->czxid = q->dir_made;
   d->s = zkl__session_get(c);
-  zkl__call_init_fn(&d->call, c, on_dir_deleted, d);
-  if (zkl__delete(&d->call, d->s, d->path) != ZOK)
-    on_dir_deleted(&d->call);
+  zkl__call_init_fn(&d->call, c, on_dir_read, d);
+  if (zkl__exists(&d->call, d->s, d->path) != ZOK)
+    on_dir_done(&d->call);
 }
 
 void zkl__queue_close(zkl__queue_t *q) {

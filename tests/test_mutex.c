@@ -156,7 +156,8 @@ static void test_cancel(void) {
 /* Per-key locks: an object that made its key's parent, and last found
  * its node alone there, deletes the parent when destroyed; keys used
  * once leave nothing behind for the server's sweep. A parent with a
- * newcomer in it stays, and the newcomer's hold with it. */
+ * newcomer in it stays, and the newcomer's hold with it; so does a
+ * parent someone else deleted and made again meanwhile: not ours. */
 struct keys_job {
   zkl_client_t *c;
   int id, failed;
@@ -186,6 +187,7 @@ static void test_keys_leave_no_parent(void) {
   struct keys_job j[T];
   pthread_t t[T];
   struct String_vector v;
+  char path[256];
   int i, left = 0, rc;
   new_root();
   for (i = 0; i < T; i++) {
@@ -196,6 +198,15 @@ static void test_keys_leave_no_parent(void) {
     pthread_join(t[i], NULL);
     CHECK_INT(j[i].failed, ==, 0);
   }
+  a = mutex(c, "remade-key");
+  CHECK_RC(zkl_mutex_lock(a), ZKL_OK);
+  CHECK_RC(zkl_mutex_unlock(a), ZKL_OK);
+  snprintf(path, sizeof path, "%s/remade-key", root);
+  rc = replace_node(path, 0); /* a persistent one now */
+  if (rc == ZNONODE)          /* the sweep was first */
+    rc = zoo_create(admin, path, "evil", 4, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+  CHECK_INT(rc, ==, ZOK);
+  CHECK_RC(zkl_mutex_destroy(a), ZKL_OK);
   a = mutex(c, "shared-key");
   b = mutex(c2, "shared-key");
   CHECK_RC(zkl_mutex_lock(a), ZKL_OK); /* a makes the parent, alone */
@@ -208,6 +219,7 @@ static void test_keys_leave_no_parent(void) {
   CHECK_RC(zkl_mutex_unlock(b), ZKL_OK);
   zkl_mutex_destroy(b);
   zkl_client_destroy(c2);
+  CHECK_INT(queue_len("remade-key"), ==, 0); /* still there, empty */
   /* right away: the server's sweep (every second here) has not come */
   admin_sync(root);
   rc = zoo_get_children(admin, root, 0, &v);
