@@ -992,6 +992,120 @@ ZKL_EXTERN int zkl_election_candidates(zkl_client_t *client, const char *root,
                                        const char *name,
                                        zkl_contender_t **out, size_t *count);
 
+/* ------------------------------------------------------------------------ */
+/* Guarded writes                                                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Writes to ZooKeeper that commit only while a hold is still ours: for
+ * state kept in ZooKeeper itself, "write only while I hold the lock".
+ * Each call is one transaction (ZooKeeper's multi), sent on the hold's
+ * session: a check that the hold's node still exists, then the caller's
+ * ops in order, then (with ZKL_GUARD_RELEASE) the delete of the hold's
+ * node. The leader applies all of it or none, at one zxid: a hold lost
+ * meanwhile (session expired, node deleted by someone, a revocation
+ * forced) fails the check, and nothing the caller wrote lands, however
+ * long the holder was paused before sending; there is no clock in it.
+ * Node names are never reused, so the node's existence is the hold's.
+ *
+ * This fences the holder's own late writes; it is no access control: a
+ * client allowed to write the same paths writes them whatever our locks
+ * say (ZKL_ACL_CREATOR and the ensemble's ACLs keep such clients out).
+ * For resources outside ZooKeeper use the fencing token.
+ */
+
+/* Kinds of zkl_op_t. */
+enum {
+  ZKL_OP_CREATE = 1, /* create path with data (flags: ZKL_CREATE_*) */
+  ZKL_OP_SET = 2,    /* set path's data, if its data version is `version` */
+  ZKL_OP_DELETE = 3, /* delete path, if its data version is `version` */
+  ZKL_OP_CHECK = 4   /* write nothing: path exists with that version */
+};
+
+/* zkl_op_t.create_flags */
+enum {
+  ZKL_CREATE_EPHEMERAL = 1 << 0, /* goes with the hold's session */
+  ZKL_CREATE_SEQUENTIAL = 1 << 1 /* the server appends a 10-digit number */
+};
+
+/* Most ops in one guarded call, and most bytes of paths and data. */
+#define ZKL_GUARD_OPS_MAX 1000
+#define ZKL_GUARD_BYTES_MAX 1000000
+
+/* One op of a guarded call. The caller fills the first fields; the call
+ * fills rc (and version, created) for every op. */
+typedef struct zkl_op {
+  int type;              /* ZKL_OP_* */
+  const char *path;      /* absolute node path */
+  const void *data;      /* CREATE, SET: the node's data; NULL: none */
+  size_t data_len;
+  int version;           /* SET, DELETE, CHECK: expected data version; -1:
+                            any. CREATE: ignored */
+  unsigned create_flags; /* CREATE: ZKL_CREATE_*; nodes get the client's
+                            ACL (zkl_client_options_t.acl) */
+  char *created;         /* CREATE: where to copy the path made (with a
+                            sequential create, the name the server chose),
+                            or NULL; created_size must fit it: the path,
+                            10 more bytes if sequential, and a NUL */
+  size_t created_size;
+  /* Out: ZOK for every op when the call returns ZKL_OK. When the ensemble
+   * refused the transaction, the failing op's ZooKeeper code (ZNONODE,
+   * ZNODEEXISTS, ZBADVERSION, ZNOAUTH...), ZOK for the ops before it and
+   * ZRUNTIMEINCONSISTENCY after it; otherwise the call's code. */
+  int rc;
+  int new_version;       /* SET: the data version it wrote */
+} zkl_op_t;
+
+/* Flags of the guarded calls. */
+enum {
+  /* Commit the ops and the release together: the hold's node is deleted
+   * in the same transaction, so the next holder never sees the lock free
+   * before the writes. On ZKL_OK the hold is released as by its unlock
+   * (a mutex's or read-write lock's last level: held once, else
+   * ZKL_EBUSY; a lease or asynchronous hold is freed). On any failure the
+   * hold is not released; release it as usual. */
+  ZKL_GUARD_RELEASE = 1 << 0
+};
+
+/*
+ * Commit ops[0..n) (n may be 0: a check alone) guarded by a hold: the
+ * calling thread's hold of a mutex or read-write lock (either mode, any
+ * depth), a lease, an asynchronous hold, or a leader's term (no
+ * ZKL_GUARD_RELEASE: resign instead). One round trip; no request when the
+ * arguments are refused or the hold is known lost.
+ *
+ * Returns:
+ *   ZKL_OK       every op committed.
+ *   ZKL_ELOST    nothing committed: the hold is gone (its node deleted, its
+ *                session expired), and is marked LOST; release it.
+ *   a ZooKeeper code: nothing committed; the ensemble refused an op (see
+ *                zkl_op_t.rc), the hold stands. ZCONNECTIONLOSS and other
+ *                connection codes: the connection was down (nothing sent)
+ *                or dropped with the transaction on its way, so it may or
+ *                may not have committed: retry only ops that are safe to
+ *                apply twice (a SET or DELETE with a version), or read
+ *                first; a retry after the hold was lost fails its check.
+ *   ZKL_ENOTOWNER  nothing held (ZKL_ENOTHELD: not leading);
+ *   ZKL_EBUSY    ZKL_GUARD_RELEASE on a hold taken more than once;
+ *   ZKL_EINVAL   NULL object, ops NULL with n > 0, an unknown type or flag,
+ *                a path not starting with '/', data_len without data, a
+ *                `created` too small, version below -1, more than
+ *                ZKL_GUARD_OPS_MAX ops or ZKL_GUARD_BYTES_MAX bytes;
+ *   ZKL_ENOMEM, ZKL_EFORKED.
+ * A hold's thread rules apply: only the thread that holds a mutex or
+ * read-write lock may write under it. Thread-safe otherwise.
+ */
+ZKL_EXTERN int zkl_mutex_guarded(zkl_mutex_t *mutex, zkl_op_t *ops, size_t n,
+                                 unsigned flags);
+ZKL_EXTERN int zkl_rwlock_guarded(zkl_rwlock_t *rw, zkl_op_t *ops, size_t n,
+                                  unsigned flags);
+ZKL_EXTERN int zkl_lease_guarded(zkl_lease_t *lease, zkl_op_t *ops, size_t n,
+                                 unsigned flags);
+ZKL_EXTERN int zkl_hold_guarded(zkl_hold_t *hold, zkl_op_t *ops, size_t n,
+                                unsigned flags);
+ZKL_EXTERN int zkl_election_guarded(zkl_election_t *e, zkl_op_t *ops,
+                                    size_t n, unsigned flags);
+
 #ifdef __cplusplus
 }
 #endif

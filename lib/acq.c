@@ -131,9 +131,10 @@ void zkl__acqs_expire_at_risk(zkl_client_t *c) {
 /* ---- the table of watched paths ------------------------------------------ */
 
 /* Whether a is on c's list: an acquisition being released is taken off
- * it first, so that its own delete is not taken for a loss. */
+ * it first, and one whose guarded transaction deletes its node is passed
+ * over meanwhile, so that its own delete is not taken for a loss. */
 static int linked(const zkl_client_t *c, const zkl__acq_t *a) {
-  return a->prev || c->acqs == a;
+  return (a->prev || c->acqs == a) && !a->self_delete;
 }
 
 static unsigned bucket(const char *path) {

@@ -253,6 +253,24 @@ int zkl_hold_verify(zkl_hold_t *h) {
   return a ? zkl__queue_verify(h->q, a) : ZKL_ENOTOWNER;
 }
 
+int zkl_hold_guarded(zkl_hold_t *h, zkl_op_t *ops, size_t n,
+                     unsigned flags) {
+  zkl__acq_t *a;
+  int rc;
+  zkl_client_t *c = lock_hold(h, &rc);
+  if (!c)
+    return rc;
+  a = granted(h);
+  pthread_mutex_unlock(&c->mu);
+  if (!a)
+    return ZKL_ENOTOWNER;
+  /* only a release frees a, and the caller does not release meanwhile */
+  rc = zkl__guarded(a, ops, n, flags);
+  if (rc == ZKL_OK && (flags & ZKL_GUARD_RELEASE))
+    zkl_hold_release(h); /* the node went with the transaction */
+  return rc;
+}
+
 int zkl_hold_node_path(const zkl_hold_t *h, char *buf, size_t size) {
   const zkl__acq_t *a;
   int rc;

@@ -27,7 +27,7 @@ struct zkl_election {
   pthread_t thread;
   int joinable;
   int inside;    /* threads in wait, join or verify: destroy is EBUSY */
-  int verifying; /* threads reading e->acq's node: it must stay */
+  int verifying; /* threads reading or writing under e->acq: it stays */
   pthread_cond_t cv;
 };
 
@@ -232,24 +232,47 @@ int zkl_election_resign(zkl_election_t *e) {
   return stop_candidacy(e, 1, &rc) == IDLE ? ZKL_ENOTHELD : rc;
 }
 
-int zkl_election_verify(zkl_election_t *e) {
+/* The leader's hold, kept alive until term_put() (a resignation waits
+ * for it), or NULL when not leading; after enter(). */
+static zkl__acq_t *term_get(zkl_election_t *e) {
   zkl__acq_t *a;
-  int rc = enter(e);
-  if (rc != ZKL_OK)
-    return rc;
   pthread_mutex_lock(&e->c->mu);
   a = e->phase == LEADING ? e->acq : NULL;
   if (a)
     e->verifying++;
   pthread_mutex_unlock(&e->c->mu);
-  if (!a)
-    return leave(e, ZKL_ENOTHELD);
-  rc = zkl__queue_verify(&e->q, a);
+  return a;
+}
+
+static int term_put(zkl_election_t *e, int rc) {
   pthread_mutex_lock(&e->c->mu);
   e->verifying--;
   pthread_cond_broadcast(&e->cv);
   pthread_mutex_unlock(&e->c->mu);
   return leave(e, rc);
+}
+
+int zkl_election_verify(zkl_election_t *e) {
+  zkl__acq_t *a;
+  int rc = enter(e);
+  if (rc != ZKL_OK)
+    return rc;
+  if (!(a = term_get(e)))
+    return leave(e, ZKL_ENOTHELD);
+  return term_put(e, zkl__queue_verify(&e->q, a));
+}
+
+int zkl_election_guarded(zkl_election_t *e, zkl_op_t *ops, size_t n,
+                         unsigned flags) {
+  zkl__acq_t *a;
+  int rc;
+  if (flags & ZKL_GUARD_RELEASE)
+    return ZKL_EINVAL; /* a term ends by resigning */
+  if ((rc = enter(e)) != ZKL_OK)
+    return rc;
+  if (!(a = term_get(e)))
+    return leave(e, ZKL_ENOTHELD);
+  return term_put(e, zkl__guarded(a, ops, n, flags));
 }
 
 int zkl_election_state(const zkl_election_t *e) {

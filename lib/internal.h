@@ -228,6 +228,9 @@ struct zkl__acq {
   int nwatch;
   int session_lost;
   int revoked; /* our waiting node was deleted or replaced by someone */
+  /* A guarded transaction that deletes our node is on its way: the watch
+   * event of that delete is no loss (under c->mu). */
+  int self_delete;
   struct zkl__run *run;  /* while acquiring: the protocol's machine (queue.c) */
   zkl__went_t own_went;  /* path: our node's, while we know it */
   uint64_t evseq;        /* the path watcher's last event that saw us */
@@ -456,6 +459,10 @@ ZKL__HIDDEN void zkl__set_nowait(zkl__session_t *s, const char *path,
                                  const char *data, int len, int version);
 ZKL__HIDDEN int zkl__sync(zkl__call_t *call, zkl__session_t *s,
                           const char *path);
+/* A transaction (zoo_amulti) of ops[0..n); ops, their buffers and
+ * results[0..n) must live until the call is done. */
+ZKL__HIDDEN int zkl__multi(zkl__call_t *call, zkl__session_t *s, int n,
+                           const zoo_op_t *ops, zoo_op_result_t *results);
 /* Makes calls[0..n) (initialised, not yet issued) one batch: the waiter
  * is woken once, when the last of them is done, not once per reply. */
 ZKL__HIDDEN void zkl__call_batch(zkl__call_t **calls, int n, int *left);
@@ -478,6 +485,13 @@ ZKL__HIDDEN int zkl__is_conn_error(int rc);
 ZKL__HIDDEN int zkl__held_elsewhere(const zkl__queue_t *q, uint64_t tid);
 ZKL__HIDDEN void zkl__held_add(const zkl__queue_t *q, uint64_t tid);
 ZKL__HIDDEN void zkl__held_remove(const zkl__queue_t *q, uint64_t tid);
+
+/* ---- guard.c: writes that commit only while a hold is ours ------------- */
+/* The guarded call of every recipe, on hold a (granted, kept alive by the
+ * caller). Caller holds no lock. With ZKL_GUARD_RELEASE and ZKL_OK, a's
+ * node is gone and forgotten: the recipe's release then only frees. */
+ZKL__HIDDEN int zkl__guarded(zkl__acq_t *a, zkl_op_t *ops, size_t n,
+                             unsigned flags);
 
 /* ---- queue.c: the queue protocol ----------------------------------------- */
 

@@ -189,6 +189,22 @@ int zkl_mutex_unlock(zkl_mutex_t *m) {
   return release(m, a, 1);
 }
 
+int zkl_mutex_guarded(zkl_mutex_t *m, zkl_op_t *ops, size_t n,
+                      unsigned flags) {
+  zkl__acq_t *a;
+  int rc = usable(m, m);
+  if (rc != ZKL_OK)
+    return rc;
+  if (!(a = my_hold(m)))
+    return ZKL_ENOTOWNER;
+  if ((flags & ZKL_GUARD_RELEASE) && a->depth > 1)
+    return ZKL_EBUSY;
+  rc = zkl__guarded(a, ops, n, flags);
+  if (rc == ZKL_OK && (flags & ZKL_GUARD_RELEASE))
+    release(m, a, 1); /* the node went with the transaction: frees only */
+  return rc;
+}
+
 int zkl_mutex_lock_async(zkl_mutex_t *m, int64_t deadline_ms, zkl_hold_fn fn,
                          void *arg, zkl_hold_t **hold) {
   int rc = usable(m, m);

@@ -222,6 +222,22 @@ int zkl_rwlock_downgrade(zkl_rwlock_t *rw) {
   return rc;
 }
 
+int zkl_rwlock_guarded(zkl_rwlock_t *rw, zkl_op_t *ops, size_t n,
+                       unsigned flags) {
+  zkl__acq_t *a;
+  int rc = usable(rw, rw);
+  if (rc != ZKL_OK)
+    return rc;
+  if (!(a = my_hold(rw)))
+    return ZKL_ENOTOWNER;
+  if ((flags & ZKL_GUARD_RELEASE) && a->depth + a->rdepth > 1)
+    return ZKL_EBUSY;
+  rc = zkl__guarded(a, ops, n, flags);
+  if (rc == ZKL_OK && (flags & ZKL_GUARD_RELEASE))
+    release(rw, a, 1); /* the node went with the transaction: frees only */
+  return rc;
+}
+
 int zkl_rwlock_cancel(zkl_rwlock_t *rw) {
   int rc = usable(rw, rw);
   if (rc != ZKL_OK)

@@ -200,6 +200,17 @@ int zkl_lease_verify(zkl_lease_t *l) {
   return rc != ZKL_OK ? rc : zkl__queue_verify(&l->sem->q, l->a);
 }
 
+int zkl_lease_guarded(zkl_lease_t *l, zkl_op_t *ops, size_t n,
+                      unsigned flags) {
+  int rc = usable(l);
+  if (rc != ZKL_OK)
+    return rc;
+  rc = zkl__guarded(l->a, ops, n, flags);
+  if (rc == ZKL_OK && (flags & ZKL_GUARD_RELEASE))
+    zkl_lease_release(l); /* the node went with the transaction */
+  return rc;
+}
+
 int zkl_lease_node_path(const zkl_lease_t *l, char *buf, size_t size) {
   int rc = usable(l);
   if (rc != ZKL_OK)

@@ -221,6 +221,11 @@ int zkl__sync(zkl__call_t *call, zkl__session_t *s, const char *path) {
   return issued(call, zoo_async(s->zh, path, on_sync, call));
 }
 
+int zkl__multi(zkl__call_t *call, zkl__session_t *s, int n,
+               const zoo_op_t *ops, zoo_op_result_t *results) {
+  return issued(call, zoo_amulti(s->zh, n, ops, results, on_void, call));
+}
+
 void zkl__call_wait(zkl__call_t **calls, int n) {
   int i;
   for (i = 0; i < n; i++)

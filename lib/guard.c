@@ -1,0 +1,197 @@
+/* guard.c: writes that commit only while a hold is ours.
+ *
+ * One transaction (zoo_amulti) on the hold's session: a check of the
+ * hold's own node first, the caller's ops after it, and, to commit and
+ * release at once, the delete of that node last. The leader applies all
+ * of it or none: a hold lost before the commit fails the check, however
+ * late the holder sends. The recipes' guarded calls find the hold and
+ * keep it alive; everything else is here. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* A value no ZooKeeper result carries: a result still holding it was
+ * never filled in by an answer. */
+#define UNANSWERED 1
+
+/* The parts of one transaction, freed together. */
+typedef struct {
+  size_t n;              /* ops in the transaction */
+  zoo_op_t *ops;
+  zoo_op_result_t *res;
+  struct Stat *stats;    /* a set's result */
+  char **bufs;           /* a create's path, as made */
+  char *own;             /* the hold's node, checked (and deleted) */
+} txn_t;
+
+static void txn_free(txn_t *t) {
+  size_t i;
+  for (i = 0; t->bufs && i < t->n; i++)
+    free(t->bufs[i]);
+  free(t->bufs);
+  free(t->ops);
+  free(t->res);
+  free(t->stats);
+  free(t->own);
+}
+
+static int op_ok(const zkl_op_t *o) {
+  size_t need;
+  if (!o->path || o->path[0] != '/' || (o->data_len && !o->data) ||
+      o->data_len > ZKL_GUARD_BYTES_MAX)
+    return 0;
+  switch (o->type) {
+  case ZKL_OP_CREATE:
+    if (o->create_flags & ~(unsigned)(ZKL_CREATE_EPHEMERAL |
+                                      ZKL_CREATE_SEQUENTIAL))
+      return 0;
+    need = strlen(o->path) + 1 +
+           (o->create_flags & ZKL_CREATE_SEQUENTIAL ? ZKL__SEQ_LEN : 0);
+    return !o->created || o->created_size >= need;
+  case ZKL_OP_SET:
+  case ZKL_OP_DELETE:
+  case ZKL_OP_CHECK:
+    return o->version >= -1;
+  }
+  return 0;
+}
+
+static int args_ok(const zkl_op_t *ops, size_t n, unsigned flags) {
+  size_t i, bytes = 0;
+  if ((n && !ops) || n > ZKL_GUARD_OPS_MAX || (flags & ~ZKL_GUARD_RELEASE))
+    return 0;
+  for (i = 0; i < n; i++) {
+    if (!op_ok(&ops[i]))
+      return 0;
+    bytes += strlen(ops[i].path) + ops[i].data_len;
+  }
+  return bytes <= ZKL_GUARD_BYTES_MAX;
+}
+
+static int build(txn_t *t, const zkl_client_t *c, const char *own,
+                 const zkl_op_t *ops, size_t n, int release) {
+  size_t i, k, total = n + 1 + (release ? 1 : 0);
+  if (!(t->ops = calloc(total, sizeof *t->ops)) ||
+      !(t->res = calloc(total, sizeof *t->res)) ||
+      !(t->stats = calloc(total, sizeof *t->stats)) ||
+      !(t->bufs = calloc(total, sizeof *t->bufs)) ||
+      !(t->own = zkl__strdup(own)))
+    return ZKL_ENOMEM;
+  t->n = total;
+  zoo_check_op_init(&t->ops[0], t->own, -1);
+  for (i = 0, k = 1; i < n; i++, k++) {
+    const zkl_op_t *o = &ops[i];
+    const char *d = o->data;
+    int len = d ? (int)o->data_len : -1;
+    switch (o->type) {
+    case ZKL_OP_CREATE: {
+      size_t size = strlen(o->path) + ZKL__SEQ_LEN + 1;
+      int mode = (o->create_flags & ZKL_CREATE_EPHEMERAL ? ZOO_EPHEMERAL : 0) |
+                 (o->create_flags & ZKL_CREATE_SEQUENTIAL ? ZOO_SEQUENCE : 0);
+      if (!(t->bufs[k] = calloc(1, size)))
+        return ZKL_ENOMEM;
+      zoo_create_op_init(&t->ops[k], o->path, d, len, c->acl, mode,
+                         t->bufs[k], (int)size);
+      break;
+    }
+    case ZKL_OP_SET:
+      zoo_set_op_init(&t->ops[k], o->path, d, len, o->version,
+                      &t->stats[k]);
+      break;
+    case ZKL_OP_DELETE:
+      zoo_delete_op_init(&t->ops[k], o->path, o->version);
+      break;
+    default:
+      zoo_check_op_init(&t->ops[k], o->path, o->version);
+      break;
+    }
+  }
+  if (release)
+    zoo_delete_op_init(&t->ops[k], t->own, -1);
+  for (k = 0; k < total; k++)
+    t->res[k].err = UNANSWERED;
+  return ZKL_OK;
+}
+
+/* The caller's view of an answered transaction; under c->mu. */
+static int judge(zkl_client_t *c, zkl__acq_t *a, const txn_t *t,
+                 zkl_op_t *ops, size_t n, int rc, int release) {
+  int answered = t->res[0].err != UNANSWERED;
+  size_t i;
+  if (rc == ZOK) {
+    for (i = 0; i < n; i++) {
+      ops[i].rc = ZOK;
+      if (ops[i].type == ZKL_OP_SET)
+        ops[i].new_version = t->stats[i + 1].version;
+      if (ops[i].type == ZKL_OP_CREATE && ops[i].created)
+        memcpy(ops[i].created, t->bufs[i + 1], strlen(t->bufs[i + 1]) + 1);
+    }
+    if (release) { /* gone by our hand: the release has nothing to delete */
+      zkl__went_del(c, &a->own_went);
+      free(a->path);
+      a->path = NULL;
+    }
+    return ZKL_OK;
+  }
+  for (i = 0; i < n; i++)
+    ops[i].rc = answered ? t->res[i + 1].err : rc;
+  if (answered && t->res[0].err == ZNONODE) {
+    zkl__lose(c, a, "deleted by someone else (a guarded write found it gone)");
+    return ZKL_ELOST;
+  }
+  if (rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZCLOSING) {
+    zkl__lose(c, a, "session expired");
+    return ZKL_ELOST;
+  }
+  /* Refused for one of the caller's ops: our node stood. A watch event
+   * on it that came meanwhile was passed over (self_delete): look again. */
+  if (answered && release && a->own_watch == ZKL__OWN_OK && a->sess)
+    zkl__watch_own(c, a->sess, a);
+  for (i = 1; answered && i < t->n; i++)
+    if (t->res[i].err != ZOK && t->res[i].err != ZRUNTIMEINCONSISTENCY)
+      return t->res[i].err;
+  return rc;
+}
+
+int zkl__guarded(zkl__acq_t *a, zkl_op_t *ops, size_t n, unsigned flags) {
+  zkl_client_t *c = a->q->c;
+  zkl__session_t *s;
+  zkl__call_t call, *ptrs[1] = {&call};
+  txn_t t;
+  int rc, release = (flags & ZKL_GUARD_RELEASE) != 0;
+  if (!args_ok(ops, n, flags))
+    return ZKL_EINVAL;
+  memset(&t, 0, sizeof t);
+  pthread_mutex_lock(&c->mu);
+  s = a->sess;
+  if (atomic_load(&a->state) == ZKL_STATE_LOST || !s || !a->path ||
+      s->expired || s != c->sess) {
+    zkl__lose(c, a, "session expired");
+    rc = ZKL_ELOST;
+  } else if (c->state != ZKL_CLIENT_CONNECTED) {
+    rc = ZCONNECTIONLOSS; /* nothing sent: it would wait for a server */
+  } else {
+    rc = build(&t, c, a->path, ops, n, release);
+  }
+  if (rc != ZKL_OK) {
+    pthread_mutex_unlock(&c->mu);
+    txn_free(&t);
+    return rc;
+  }
+  s->refs++;
+  a->self_delete = release;
+  zkl__call_init(&call, c, &a->cv);
+  pthread_mutex_unlock(&c->mu);
+  zkl__multi(&call, s, (int)t.n, t.ops, t.res);
+  pthread_mutex_lock(&c->mu);
+  zkl__call_wait(ptrs, 1);
+  a->self_delete = 0;
+  rc = judge(c, a, &t, ops, n, call.rc, release);
+  zkl__session_put(c, s);
+  pthread_mutex_unlock(&c->mu);
+  txn_free(&t);
+  return rc;
+}
