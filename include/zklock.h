@@ -91,7 +91,7 @@ extern "C" {
   XX(EPROTO, -1011, "unexpected answer from ZooKeeper")                        \
   XX(EOVERFLOW, -1012, "hold count would overflow")                            \
   XX(ENOTHELD, -1013, "nobody holds the lock")                              \
-  XX(EREVOKED, -1014, "our waiting node was deleted by another client")      \
+  XX(EREVOKED, -1014, "revoked: another client took our node")              \
   XX(EAUTH, -1015, "authentication with the ensemble failed")                \
   XX(EFORKED, -1016, "object inherited across fork(): unusable in the child") \
   XX(EDEADLK, -1017, "calling thread holds this lock through another object") \
@@ -297,7 +297,11 @@ typedef enum zkl_lock_state {
   ZKL_STATE_NONE = 0,    /* the calling thread holds nothing */
   ZKL_STATE_HELD = 1,    /* held, connected */
   ZKL_STATE_AT_RISK = 2, /* held, but disconnected: the session may expire */
-  ZKL_STATE_LOST = 3     /* session expired or our lock node was deleted */
+  ZKL_STATE_LOST = 3,    /* session expired or our lock node was deleted */
+  /* held, and another client asked for it back (zkl_revoke()): release
+   * it; after the revoker's grace period it is taken (LOST, and the
+   * hold's calls return ZKL_EREVOKED) */
+  ZKL_STATE_REVOKE_REQUESTED = 4
 } zkl_lock_state_t;
 
 /*
@@ -991,6 +995,56 @@ ZKL_EXTERN int zkl_election_destroy(zkl_election_t *e);
 ZKL_EXTERN int zkl_election_candidates(zkl_client_t *client, const char *root,
                                        const char *name,
                                        zkl_contender_t **out, size_t *count);
+
+/* ------------------------------------------------------------------------ */
+/* Revocation                                                                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Ask the holders of lock `name` under `root` (NULL = "/locks"; an
+ * election's root and name work too: its leader holds) to give it up,
+ * and take it from those that have not within grace_ms.
+ *
+ * `node` NULL asks every current holder (a writer, all readers, all
+ * leases); a contender's node name, as zkl_mutex_queue() lists it, asks
+ * that one. A named waiter holds nothing to give back: its node is
+ * deleted at once, and its acquire returns ZKL_EREVOKED.
+ *
+ * The request is a line "revoke=<nonce>,<grace_ms>" added to the header
+ * of the holder's node data by a conditional write, merged again when the
+ * data changed meanwhile: nothing there is lost, and two revokers' lines
+ * both stay. A zklock holder (its node watched: the default from 100 ms
+ * into a hold) turns ZKL_STATE_REVOKE_REQUESTED within a round trip, or
+ * at 100 ms for a request in a hold's first 100 ms, in its state
+ * callback and zkl_*_state(); it should finish and release. Apache
+ * Curator's request ("__REVOKE__" as the node's data) is heard the same
+ * way. Other libraries' nodes, and holds made with
+ * ZKL_MUTEX_NO_NODE_WATCH, are not asked (their data is not ours to
+ * change) or hear nothing: they are only forced.
+ *
+ * grace_ms < 0: only ask, and return once the requests are written.
+ * grace_ms >= 0: then wait (on watches) up to grace_ms of this process's
+ * monotonic clock for each holder to release, and delete the nodes still
+ * there, by their exact names: never a later holder's, as names are
+ * never reused. A holder forced out is LOST; its calls on the hold
+ * (unlock, verify, a release, a reentrant lock) return ZKL_EREVOKED when
+ * it had heard the request, else ZKL_ELOST; its guarded writes fail with
+ * ZKL_ELOST, and the next holder's token is larger. Forcing breaks
+ * exclusion in wall-clock time, since the old holder may still be
+ * running: it protects what checks tokens or is written with guarded
+ * writes.
+ *
+ * *forced (may be NULL) receives the number of nodes deleted by force.
+ * Returns ZKL_OK; ZKL_ENOTHELD (nobody holds, or `node` is not in the
+ * queue: nothing written); ZNOAUTH (the ACL refuses our credentials:
+ * under ZKL_ACL_CREATOR only the creator's identity may ask or force);
+ * ZKL_EINVAL; ZKL_ENOMEM; ZKL_EFORKED; ZKL_ECLOSED; or a connection code
+ * when no server answered for about a session timeout. Blocks up to
+ * grace_ms and a few round trips. Thread-safe.
+ */
+ZKL_EXTERN int zkl_revoke(zkl_client_t *client, const char *root,
+                          const char *name, const char *node,
+                          int64_t grace_ms, unsigned *forced);
 
 /* ------------------------------------------------------------------------ */
 /* Guarded writes                                                            */

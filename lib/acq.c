@@ -42,7 +42,8 @@ void zkl__set_state(zkl_client_t *c, zkl__acq_t *a, int state) {
 
 static int is_hold(const zkl__acq_t *a) {
   int st = atomic_load_explicit(&a->state, memory_order_relaxed);
-  return st == ZKL_STATE_HELD || st == ZKL_STATE_AT_RISK;
+  return st == ZKL_STATE_HELD || st == ZKL_STATE_AT_RISK ||
+         st == ZKL_STATE_REVOKE_REQUESTED;
 }
 
 /* Under c->mu: the hold is gone for good. Its session reference is dropped
@@ -75,8 +76,9 @@ void zkl__lose(zkl_client_t *c, zkl__acq_t *a, const char *why) {
 void zkl__acqs_disconnected(zkl_client_t *c, zkl__session_t *s) {
   zkl__acq_t *a;
   for (a = c->acqs; a; a = a->next) {
-    if (a->sess != s || atomic_load_explicit(&a->state, memory_order_relaxed) !=
-                            ZKL_STATE_HELD)
+    if (a->sess != s || !is_hold(a) ||
+        atomic_load_explicit(&a->state, memory_order_relaxed) ==
+            ZKL_STATE_AT_RISK)
       continue;
     if (a->q->flags & ZKL__Q_LOSE_ON_DISCONNECT) {
       if (a->path)
@@ -203,8 +205,13 @@ static void on_verified(zkl__call_t *call) {
     if (!mine && a->own_watch == ZKL__OWN_PENDING)
       a->own_watch = ZKL__OWN_NONE;
     if (is_hold(a)) {
+      if (mine && !a->revoke_asked &&
+          zkl__revoke_asked(call->data, (size_t)call->data_len)) {
+        a->revoke_asked = 1;
+        zkl__post_log(c, ZKL_LOG_INFO, "%s: revocation requested", a->path);
+      }
       if (mine && c->state == ZKL_CLIENT_CONNECTED)
-        zkl__set_state(c, a, ZKL_STATE_HELD);
+        zkl__set_state(c, a, zkl__held_state(a));
       else if (gone)
         zkl__lose(c, a, rc == ZNONODE ? "deleted by someone else"
                                       : "replaced by someone else's node");
@@ -325,6 +332,10 @@ void zkl__path_watcher(zhandle_t *zh, int type, int state, const char *path,
   b = bucket(path);
   pthread_mutex_lock(&c->mu);
   seq = ++c->evseq;
+  if (c->node_waiters > 0) {
+    c->node_events++;
+    pthread_cond_broadcast(&c->cv);
+  }
   for (;;) {
     zkl__went_t *e;
     zkl__acq_t *a = NULL;

@@ -290,7 +290,8 @@ int zkl_election_state(const zkl_election_t *e) {
 
 int zkl_election_is_leader(const zkl_election_t *e) {
   int st = zkl_election_state(e); /* ZKL_EFORKED: not a leader here */
-  return st == ZKL_STATE_HELD || st == ZKL_STATE_AT_RISK;
+  return st == ZKL_STATE_HELD || st == ZKL_STATE_AT_RISK ||
+         st == ZKL_STATE_REVOKE_REQUESTED;
 }
 
 int zkl_election_token(const zkl_election_t *e, uint64_t *token) {

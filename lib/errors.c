@@ -70,6 +70,8 @@ const char *zkl_lock_state_name(int state) {
     return "AT_RISK";
   case ZKL_STATE_LOST:
     return "LOST";
+  case ZKL_STATE_REVOKE_REQUESTED:
+    return "REVOKE_REQUESTED";
   }
   return "UNKNOWN";
 }

@@ -92,14 +92,13 @@ static int read_all(zkl_client_t *c, zkl__session_t *s, const char *dir,
     return calls && ptrs ? ZKL_ESYSTEM : ZKL_ENOMEM;
   }
   for (i = 0; i < n; i++) {
-    char *tmp = zkl__join(dir, "/"), *path = tmp ? zkl__join(tmp, it[i].name) : NULL;
+    char *path = zkl__child(dir, it[i].name);
     zkl__call_init(&calls[i], c, &cv);
     ptrs[i] = &calls[i];
     if (path)
       zkl__get(&calls[i], s, path, 0);
     else
       calls[i].done = 1, calls[i].rc = ZKL_ENOMEM;
-    free(tmp);
     free(path);
   }
   pthread_mutex_lock(&c->mu);
@@ -236,7 +235,7 @@ int zkl__queue_list(zkl_client_t *c, const char *dir, zkl_contender_t **out,
 
 int zkl__list_named(zkl_client_t *c, const char *root, const char *name,
                     zkl_contender_t **out, size_t *count) {
-  char *tmp, *dir;
+  char *dir;
   int rc;
   if (out)
     *out = NULL;
@@ -247,10 +246,7 @@ int zkl__list_named(zkl_client_t *c, const char *root, const char *name,
     return ZKL_EINVAL;
   if (zkl__forked(c->fork_gen))
     return ZKL_EFORKED;
-  tmp = zkl__join(root, "/");
-  dir = tmp ? zkl__join(tmp, name) : NULL;
-  free(tmp);
-  if (!dir)
+  if (!(dir = zkl__child(root, name)))
     return ZKL_ENOMEM;
   rc = zkl__queue_list(c, dir, out, count);
   free(dir);

@@ -108,6 +108,8 @@ static inline uint64_t zkl__self_tid(void) {
 }
 ZKL__HIDDEN char *zkl__strdup(const char *s);
 ZKL__HIDDEN char *zkl__join(const char *a, const char *b);
+/* "dir/name", malloc()ed; NULL when out of memory. */
+ZKL__HIDDEN char *zkl__child(const char *dir, const char *name);
 ZKL__HIDDEN int zkl__node_data(const char *id, const void *user, size_t len,
                                char **out, size_t *out_len);
 ZKL__HIDDEN void zkl__deadline_ts(int64_t deadline_ms, struct timespec *ts);
@@ -231,6 +233,11 @@ struct zkl__acq {
   /* A guarded transaction that deletes our node is on its way: the watch
    * event of that delete is no loss (under c->mu). */
   int self_delete;
+  /* Someone asked for this hold back (a "revoke=" line in our node's
+   * data, read by the own-node watch): the hold's state is then
+   * REVOKE_REQUESTED instead of HELD, and its loss ZKL_EREVOKED (under
+   * c->mu). */
+  int revoke_asked;
   struct zkl__run *run;  /* while acquiring: the protocol's machine (queue.c) */
   zkl__went_t own_went;  /* path: our node's, while we know it */
   uint64_t evseq;        /* the path watcher's last event that saw us */
@@ -290,6 +297,10 @@ struct zkl_client {
   int64_t timer_due;
   struct zkl__pdel *pdel;
   zkl__session_t *dead;
+  /* Revokers waiting for a node to go (revoke.c), and the node events
+   * seen meanwhile: each one broadcasts c->cv. */
+  int node_waiters;
+  uint64_t node_events;
 };
 
 ZKL__HIDDEN void zkl__log(zkl_client_t *c, int level, const char *fmt, ...)
@@ -389,6 +400,17 @@ ZKL__HIDDEN int zkl__owns(const zkl__acq_t *a, const struct Stat *st);
 /* The same for the session s, which a->sess no longer names. */
 ZKL__HIDDEN int zkl__owns_on(const zkl__acq_t *a, const zkl__session_t *s,
                              const struct Stat *st);
+/* What a standing hold's state is while connected: HELD, or
+ * REVOKE_REQUESTED once asked for; and what its loss is to the caller. */
+static inline int zkl__held_state(const zkl__acq_t *a) {
+  return a->revoke_asked ? ZKL_STATE_REVOKE_REQUESTED : ZKL_STATE_HELD;
+}
+static inline int zkl__lost_rc(const zkl__acq_t *a) {
+  return a->revoke_asked ? ZKL_EREVOKED : ZKL_ELOST;
+}
+/* Whether node data d carries a revocation request: a "revoke=" line in
+ * zklock's header, or Apache Curator's "__REVOKE__" (policy.c). */
+ZKL__HIDDEN int zkl__revoke_asked(const char *d, size_t len);
 /* Under c->mu: a's node is gone or not ours while it holds. */
 ZKL__HIDDEN void zkl__lose(zkl_client_t *c, zkl__acq_t *a, const char *why);
 
@@ -448,6 +470,10 @@ ZKL__HIDDEN int zkl__get(zkl__call_t *call, zkl__session_t *s,
                          const char *path, int watch);
 ZKL__HIDDEN int zkl__exists(zkl__call_t *call, zkl__session_t *s,
                             const char *path);
+/* exists with a watch: its event reaches zkl__path_watcher, which counts
+ * node events for the waiters of c->node_waiters (revoke.c). */
+ZKL__HIDDEN int zkl__exists_watch(zkl__call_t *call, zkl__session_t *s,
+                                  const char *path);
 ZKL__HIDDEN int zkl__delete(zkl__call_t *call, zkl__session_t *s,
                             const char *path);
 /* setData, if the node's data version is `version` (-1: any). */

@@ -83,9 +83,10 @@ static zkl__acq_t *my_hold(const zkl_mutex_t *m) {
 }
 
 static int reenter(zkl__acq_t *a) {
-  if (atomic_load_explicit(&a->state, memory_order_relaxed) ==
+  /* acquire: revoke_asked was written before the state became LOST */
+  if (atomic_load_explicit(&a->state, memory_order_acquire) ==
       ZKL_STATE_LOST)
-    return ZKL_ELOST;
+    return zkl__lost_rc(a);
   if (a->depth == UINT_MAX)
     return ZKL_EOVERFLOW;
   a->depth++;

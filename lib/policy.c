@@ -334,20 +334,33 @@ void zkl__decide(const zkl__entry_t *e, int n, int me,
 /* The header of a zklock node's data (zkl__node_data) ends at its first
  * empty line; its owner adds status lines to it: "mode=read" when a
  * read-write writer downgrades, "state=held" when a semaphore lease is
- * granted after waiting. */
-int zkl__data_mark(const char *d, size_t len, const char *mark) {
+ * granted after waiting; a revoker adds "revoke=..." (revoke.c).
+ * header_line: whether it has a line that is `line` (`prefix` 0) or
+ * starts with it (1). */
+static int header_line(const char *d, size_t len, const char *line,
+                       int prefix) {
   const char *end = d + len, *p, *nl;
-  size_t m = strlen(mark);
-  if (len < 9 || memcmp(d, "zklock 1\n", 9) != 0)
+  size_t m = strlen(line);
+  if (!d || len < 9 || memcmp(d, "zklock 1\n", 9) != 0)
     return 0;
   for (p = d + 9; p < end && *p != '\n'; p = nl + 1) {
-    nl = memchr(p, '\n', (size_t)(end - p));
-    if (!nl)
+    if (!(nl = memchr(p, '\n', (size_t)(end - p))))
       return 0;
-    if ((size_t)(nl - p) == m && memcmp(p, mark, m) == 0)
+    if ((prefix ? (size_t)(nl - p) >= m : (size_t)(nl - p) == m) &&
+        memcmp(p, line, m) == 0)
       return 1;
   }
   return 0;
+}
+
+int zkl__data_mark(const char *d, size_t len, const char *mark) {
+  return header_line(d, len, mark, 0);
+}
+
+int zkl__revoke_asked(const char *d, size_t len) {
+  /* Curator's Revoker writes "__REVOKE__" over the whole data */
+  return (d && len == 10 && memcmp(d, "__REVOKE__", 10) == 0) ||
+         header_line(d, len, "revoke=", 1);
 }
 
 /* A semaphore's directory says "max=N": its number of leases, 1 to

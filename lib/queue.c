@@ -116,7 +116,7 @@ static void queue_fini(zkl__queue_t *q);
 
 static int queue_init(zkl__queue_t *q, zkl_client_t *c,
                       const zkl__queue_spec_t *sp) {
-  char *tmp, max[32];
+  char max[32];
   memset(q, 0, sizeof *q);
   q->c = c;
   q->marker = sp->marker;
@@ -124,9 +124,7 @@ static int queue_init(zkl__queue_t *q, zkl_client_t *c,
   q->flags = sp->flags;
   q->limit = sp->limit;
   q->notify = sp->notify;
-  tmp = zkl__join(sp->root, "/");
-  q->dir = tmp ? zkl__join(tmp, sp->name) : NULL;
-  free(tmp);
+  q->dir = zkl__child(sp->root, sp->name);
   q->prefix = q->dir ? zkl__join(q->dir, "/") : NULL;
   if (sp->len && (q->user_data = malloc(sp->len)))
     memcpy(q->user_data, sp->data, sp->len);
@@ -1655,12 +1653,12 @@ int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a, int judge) {
   st = atomic_load(&a->state);
   zkl__acq_unlink(c, a); /* our own delete is not a loss */
   if (st == ZKL_STATE_LOST) {
-    rc = ZKL_ELOST;
+    rc = zkl__lost_rc(a);
   } else {
     int zrc = remove_node(c, a, judge);
     /* ZNONODE: someone deleted our node while we held it. */
     if (zrc == ZNONODE || is_session_error(zrc))
-      rc = ZKL_ELOST;
+      rc = zkl__lost_rc(a);
   }
   atomic_store(&a->state, ZKL_STATE_NONE);
   zkl__post_state(c, a, ZKL_STATE_NONE);
@@ -1742,7 +1740,7 @@ int zkl__queue_verify(zkl__queue_t *q, zkl__acq_t *a) {
       s->expired) {
     zkl__lose(c, a, "session expired");
     pthread_mutex_unlock(&c->mu);
-    return ZKL_ELOST;
+    return zkl__lost_rc(a);
   }
   s->refs++; /* past stat_own: a loss meanwhile drops a->sess's */
   rc = stat_own(c, s, a, 1, &st);
@@ -1753,7 +1751,7 @@ int zkl__queue_verify(zkl__queue_t *q, zkl__acq_t *a) {
     zkl__lose(c, a, rc == ZOK ? "replaced by someone else's node"
                     : rc == ZNONODE ? "deleted by someone else"
                                     : "session expired");
-    rc = ZKL_ELOST;
+    rc = zkl__lost_rc(a);
   }
   zkl__session_put(c, s);
   pthread_mutex_unlock(&c->mu);

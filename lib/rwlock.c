@@ -81,9 +81,10 @@ static zkl__acq_t *my_hold(const zkl_rwlock_t *rw) {
  * implies read) or write mode (only over write). */
 static int reenter(zkl__acq_t *a, int write) {
   unsigned *n = write ? &a->depth : &a->rdepth;
-  if (atomic_load_explicit(&a->state, memory_order_relaxed) ==
+  /* acquire: revoke_asked was written before the state became LOST */
+  if (atomic_load_explicit(&a->state, memory_order_acquire) ==
       ZKL_STATE_LOST)
-    return ZKL_ELOST;
+    return zkl__lost_rc(a);
   if (write && !a->depth)
     return ZKL_EDEADLK; /* read held: an upgrade would wait for ever */
   if (*n == UINT_MAX)

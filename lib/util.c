@@ -114,6 +114,17 @@ char *zkl__join(const char *a, const char *b) {
   return d;
 }
 
+char *zkl__child(const char *dir, const char *name) {
+  size_t la = strlen(dir), lb = strlen(name);
+  char *d = malloc(la + lb + 2);
+  if (d) {
+    memcpy(d, dir, la);
+    d[la] = '/';
+    memcpy(d + la + 1, name, lb + 1);
+  }
+  return d;
+}
+
 /* Node data: "zklock 1\nhost=H\npid=P\nthread=T\n\n" then the caller's
  * bytes. Text first so that zkCli and our tools show who holds a lock. */
 int zkl__node_data(const char *id, const void *user, size_t len, char **out,

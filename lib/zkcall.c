@@ -194,6 +194,12 @@ int zkl__exists(zkl__call_t *call, zkl__session_t *s, const char *path) {
   return issued(call, zoo_aexists(s->zh, path, 0, on_stat, call));
 }
 
+int zkl__exists_watch(zkl__call_t *call, zkl__session_t *s,
+                      const char *path) {
+  return issued(call, zoo_awexists(s->zh, path, zkl__path_watcher, call->c,
+                                   on_stat, call));
+}
+
 int zkl__delete(zkl__call_t *call, zkl__session_t *s, const char *path) {
   return issued(call, zoo_adelete(s->zh, path, -1, on_void, call));
 }

@@ -146,6 +146,20 @@ static inline int last_state(struct states *s) {
   return v;
 }
 
+/* A mutex under the test's root with flags and a recorded state callback
+ * (st NULL: none). */
+static inline zkl_mutex_t *mutex_with(zkl_client_t *c, const char *name,
+                                      unsigned flags, struct states *st) {
+  zkl_mutex_t *m = NULL;
+  zkl_mutex_options_t o = {0};
+  o.root = root;
+  o.flags = flags;
+  o.state_fn = st ? on_state : NULL;
+  o.state_ctx = st;
+  CHECK_RC(zkl_mutex_create(&m, c, name, &o), ZKL_OK);
+  return m;
+}
+
 /* Log lines, recorded. */
 struct logbuf {
   pthread_mutex_t mu;

@@ -3,6 +3,7 @@
  * was lost (deleted by someone, or a holder paused past its session),
  * they commit with the release as one step, and every recipe's hold can
  * guard them. */
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -47,18 +48,6 @@ static zkl_op_t op_create(const char *path, const char *data, unsigned flags,
   o.created = out;
   o.created_size = out_size;
   return o;
-}
-
-static zkl_mutex_t *mutex_opts(zkl_client_t *c, const char *name,
-                               unsigned flags, struct states *st) {
-  zkl_mutex_t *m = NULL;
-  zkl_mutex_options_t o = {0};
-  o.root = root;
-  o.flags = flags;
-  o.state_fn = st ? on_state : NULL;
-  o.state_ctx = st;
-  CHECK_RC(zkl_mutex_create(&m, c, name, &o), ZKL_OK);
-  return m;
 }
 
 /* Creates, sets and checks in one round trip, and reports what it did. */
@@ -140,7 +129,7 @@ static void deleted(unsigned flags) {
   zkl_op_t op;
   uint64_t before;
   new_root();
-  m = mutex_opts(c, "deleted", flags, NULL);
+  m = mutex_with(c, "deleted", flags, NULL);
   snprintf(state, sizeof state, "%s/state", root);
   CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
   CHECK_RC(zkl_mutex_node_path(m, node, sizeof node), ZKL_OK);
@@ -166,7 +155,10 @@ static void test_deleted_watched(void) { deleted(0); }
 /* The paused holder: a process holds, is stopped past its session
  * timeout, and another takes the lock and writes. Resumed, the old
  * holder's write (retried while the answer is only a lost connection)
- * ends in ZKL_ELOST and never lands. */
+ * ends in ZKL_ELOST and never lands. The holder is this program run
+ * again (main: "paused-child"): a child that only forks would inherit
+ * the locks of the threads it left behind (glibc's getaddrinfo's, held
+ * by a ZooKeeper thread, hung it). */
 static void child_holder(const char *name, int from_parent, int to_parent) {
   zkl_client_t *c;
   zkl_mutex_t *m;
@@ -175,7 +167,7 @@ static void child_holder(const char *name, int from_parent, int to_parent) {
   int rc;
   int64_t until;
   c = client(4000);
-  m = mutex_opts(c, name, 0, NULL);
+  m = mutex_with(c, name, 0, NULL);
   snprintf(state, sizeof state, "%s/state", root);
   if (zkl_mutex_lock(m) != ZKL_OK)
     _exit(2);
@@ -207,16 +199,30 @@ static void test_paused_holder(void) {
                        NULL, 0), ==, ZOK);
   if (pipe(down) != 0 || pipe(up) != 0)
     abort();
-  fflush(NULL);
-  pid = fork();
-  if (pid == 0) {
-    close(down[1]);
-    close(up[0]);
-    child_holder("paused", down[0], up[1]);
+  {
+    char fin[16], fout[16];
+    char *args[] = {"test_guard", "paused-child", root, fin, fout, NULL};
+    struct pollfd p = {0, POLLIN, 0};
+    snprintf(fin, sizeof fin, "%d", down[0]);
+    snprintf(fout, sizeof fout, "%d", up[1]);
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0) {
+      execv("/proc/self/exe", args);
+      _exit(127);
+    }
+    close(down[0]);
+    close(up[1]);
+    p.fd = up[0];
+    if (poll(&p, 1, 30000) != 1 || read(up[0], &h, 1) != 1) {
+      CHECK(!"the paused holder never held");
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      close(down[1]);
+      close(up[0]);
+      return;
+    }
   }
-  close(down[0]);
-  close(up[1]);
-  CHECK_INT(read(up[0], &h, 1), ==, 1);
   kill(pid, SIGSTOP);
   {
     zkl_client_t *c = client(10000);
@@ -275,7 +281,7 @@ static void test_release_hands_over(void) {
   pthread_t t;
   int i;
   new_root();
-  m = mutex_opts(c, "handover", 0, &st);
+  m = mutex_with(c, "handover", 0, &st);
   m2 = mutex(c2, "handover");
   snprintf(state, sizeof state, "%s/state", root);
   CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
@@ -318,7 +324,7 @@ static void test_release_refused_keeps_watch(void) {
   char node[256], missing[192];
   zkl_op_t op = {0};
   new_root();
-  m = mutex_opts(c, "refused-release", 0, &st);
+  m = mutex_with(c, "refused-release", 0, &st);
   snprintf(missing, sizeof missing, "%s/missing", root);
   CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
   CHECK_RC(zkl_mutex_node_path(m, node, sizeof node), ZKL_OK);
@@ -449,7 +455,12 @@ static void test_every_hold(void) {
   zkl_client_destroy(c);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc == 5 && strcmp(argv[1], "paused-child") == 0) {
+    servers = getenv("ZKL_TEST_SERVERS");
+    snprintf(root, sizeof root, "%s", argv[2]);
+    child_holder("paused", atoi(argv[3]), atoi(argv[4]));
+  }
   root_tag = "zklguard";
   admin_open();
   RUN(test_commit);

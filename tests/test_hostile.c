@@ -10,18 +10,6 @@
 
 #include "admin.h"
 
-static zkl_mutex_t *mutex_with(zkl_client_t *c, const char *name,
-                               unsigned flags, struct states *st) {
-  zkl_mutex_t *m = NULL;
-  zkl_mutex_options_t o = {0};
-  o.root = root;
-  o.flags = flags;
-  o.state_fn = st ? on_state : NULL;
-  o.state_ctx = st;
-  CHECK_RC(zkl_mutex_create(&m, c, name, &o), ZKL_OK);
-  return m;
-}
-
 /* Creates root/name (persistent) so that nodes can be planted in it. */
 static void make_dir(const char *name) {
   char path[256];

@@ -147,6 +147,13 @@ static void test_decide(void) {
   CHECK(!zkl__data_mark("zklock 1\nhost=h\n\nmode=read\n", 28, "mode=read"));
   CHECK(!zkl__data_mark("mode=read\n", 10, "mode=read"));
   CHECK(!zkl__data_mark("zklock 1\nmode=read", 18, "mode=read")); /* no newline */
+  /* revocation requests: our line in the header, or Curator's whole data */
+  CHECK(zkl__revoke_asked("zklock 1\nrevoke=ab,5\nhost=h\n\n", 29));
+  CHECK(zkl__revoke_asked("__REVOKE__", 10));
+  CHECK(!zkl__revoke_asked("__REVOKE__x", 11));
+  CHECK(!zkl__revoke_asked("zklock 1\nhost=h\n\nrevoke=x\n", 26)); /* body */
+  CHECK(!zkl__revoke_asked("zklock 1\nrevoke=x", 17)); /* no newline */
+  CHECK(!zkl__revoke_asked(NULL, 0));
 }
 
 /* The semaphore's policy: the N lowest leases hold; the first waiter

@@ -50,6 +50,9 @@ static int park_req, parked;
 static pid_t child_pid;
 /* only touched by the main thread */
 static int lost_reported, started;
+/* what COMMAND gets when the hold is asked for (--on-revoke; 0: none) */
+static int revoke_sig = SIGTERM;
+static const char *revoke_sig_name = "TERM";
 
 /* Descriptors open at startup, ascending; COMMAND inherits only these. */
 static int *kept_fds;
@@ -91,6 +94,27 @@ int cli_usage(const char *why) {
   return CLI_EXIT_USAGE;
 }
 
+/* A signal named as --on-revoke takes it ("TERM", "SIGTERM", "none"),
+ * 0 for none, -1 if unknown; *name: its name without "SIG". */
+static int named_signal(const char *s, const char **name) {
+  static const struct {
+    const char *name;
+    int sig;
+  } names[] = {{"TERM", SIGTERM}, {"INT", SIGINT},   {"HUP", SIGHUP},
+               {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"KILL", SIGKILL}};
+  size_t i;
+  if (strcmp(s, "none") == 0)
+    return 0;
+  if (strncmp(s, "SIG", 3) == 0)
+    s += 3;
+  for (i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(s, names[i].name) == 0) {
+      *name = names[i].name;
+      return names[i].sig;
+    }
+  return -1;
+}
+
 int cli_common_option(int opt, const char *arg, const char *bad, cli_conn_t *cc,
                       long *grace_ms) {
   double secs;
@@ -113,6 +137,11 @@ int cli_common_option(int opt, const char *arg, const char *bad, cli_conn_t *cc,
     return 0;
   case 'a':
     cc->auth_file = arg;
+    return 0;
+  case CLI_OPT_ON_REVOKE:
+    if ((revoke_sig = named_signal(arg, &revoke_sig_name)) < 0)
+      return cli_usage("--on-revoke needs TERM, INT, HUP, USR1, USR2, KILL "
+                       "or none");
     return 0;
   case CLI_OPT_ACL:
     if (strcmp(arg, "open") == 0)
@@ -475,6 +504,8 @@ void cli_notify_lost(void) {
   poke('L');
 }
 
+void cli_notify_revoke(void) { poke('R'); }
+
 int cli_lost(void) {
   int v;
   pthread_mutex_lock(&sig_mu);
@@ -579,7 +610,7 @@ static pid_t start_child(char **argv, char **env, int *sig) {
 
 int cli_run(char **argv, char **env, long grace_ms) {
   pid_t pid;
-  int status = 0, sig = 0, was_lost = 0;
+  int status = 0, sig = 0, was_lost = 0, was_asked = 0;
   int64_t kill_at = -1;
   fflush(NULL);
   pid = start_child(argv, env, &sig);
@@ -613,6 +644,15 @@ int cli_run(char **argv, char **env, long grace_ms) {
     for (i = 0; i < n; i++) {
       if (buf[i] == 'C')
         continue; /* waitpid above */
+      if (buf[i] == 'R') {
+        if (!was_lost && !was_asked && revoke_sig) {
+          cli_error("%s revocation requested: sending SIG%s to %s", cli_what,
+                    revoke_sig_name, argv[0]);
+          kill(pid, revoke_sig);
+        }
+        was_asked = 1;
+        continue;
+      }
       if (buf[i] == 'L') {
         if (!was_lost) {
           was_lost = 1;

@@ -50,7 +50,7 @@ typedef struct cli_conn {
 } cli_conn_t;
 
 /* Long-only option codes of cli_common_option(). */
-enum { CLI_OPT_ACL = 1000 };
+enum { CLI_OPT_ACL = 1000, CLI_OPT_ON_REVOKE };
 
 /* The getopt_long entries of the options cli_common_option() takes. */
 /* clang-format off */
@@ -59,12 +59,13 @@ enum { CLI_OPT_ACL = 1000 };
   {"session-timeout", required_argument, 0, 't'},                              \
   {"kill-after", required_argument, 0, 'k'},                                   \
   {"auth-file", required_argument, 0, 'a'},                                    \
-  {"acl", required_argument, 0, CLI_OPT_ACL}
+  {"acl", required_argument, 0, CLI_OPT_ACL},                                   \
+  {"on-revoke", required_argument, 0, CLI_OPT_ON_REVOKE}
 /* clang-format on */
 #define CLI_COMMON_SHORTS "s:t:k:a:"
 
 /* Options both tools take: -s HOSTS, -t SESSION_MS, -k SECONDS,
- * -a/--auth-file FILE, --acl, and an unknown option. Returns 0 when
+ * -a/--auth-file FILE, --acl, --on-revoke SIGNAL, and an unknown option. Returns 0 when
  * handled, CLI_EXIT_USAGE on a bad value, -1 when `opt` is none of
  * these. */
 int cli_common_option(int opt, const char *arg, const char *bad, cli_conn_t *cc,
@@ -102,6 +103,9 @@ int cli_interrupted(void);
 
 /* Tells the supervisor that the hold is gone (callable from callbacks). */
 void cli_notify_lost(void);
+/* Tells the supervisor that someone asked for the hold back (callable
+ * from callbacks): COMMAND gets the --on-revoke signal, once. */
+void cli_notify_revoke(void);
 /* 1 once cli_notify_lost() was called. */
 int cli_lost(void);
 /* 1 once cli_run() told the user that the hold was lost. */
@@ -122,8 +126,9 @@ int cli_vouch(zkl_client_t *c, int64_t granted_ms, int state,
 void cli_test_grant_delay(void);
 
 /* Runs argv with env (NAME=VALUE strings, NULL-terminated) added, forwards
- * INT/TERM/HUP to it, and on cli_notify_lost() sends SIGTERM, then SIGKILL
- * after grace_ms. The child gets SIGKILL if we die (PR_SET_PDEATHSIG) and
+ * INT/TERM/HUP to it, on cli_notify_revoke() sends the --on-revoke signal
+ * (SIGTERM unless changed), and on cli_notify_lost() sends SIGTERM, then
+ * SIGKILL after grace_ms. The child gets SIGKILL if we die (PR_SET_PDEATHSIG) and
  * inherits only the descriptors cli_fds_record() saw. Returns the exit
  * code to use: COMMAND's status, 128+N, CLI_EXIT_LOST, CLI_EXIT_NOEXEC or
  * CLI_EXIT_NOTFOUND; 128+N without starting COMMAND if signal N came

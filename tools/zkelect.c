@@ -12,7 +12,8 @@
 
 static const char usage_text[] =
     "usage: zkelect [-s HOSTS] [-r ROOT] [-t SESSION_MS] [-i ID] [-k SECONDS]\n"
-    "               [-D] [-a FILE] [--acl ACL] NAME COMMAND [ARG...]\n"
+    "               [-D] [-a FILE] [--acl ACL] [--on-revoke SIGNAL]\n"
+    "               NAME COMMAND [ARG...]\n"
     "       zkelect [-s HOSTS] [-r ROOT] [-a FILE] --leader NAME\n"
     "\n"
     "Campaign in the ZooKeeper election ROOT/NAME; run COMMAND only while leader.\n"
@@ -28,6 +29,10 @@ static const char usage_text[] =
     "                            in FILE (default $ZKLOCK_AUTH_FILE)\n"
     "      --acl open|creator    ACL of the nodes we create (default open;\n"
     "                            creator: only our identity may change them)\n"
+    "      --on-revoke SIGNAL    what COMMAND gets when someone asks for the\n"
+    "                            leadership back (zklock --revoke -r ROOT):\n"
+    "                            TERM (default), INT, HUP, USR1, USR2, KILL,\n"
+    "                            or none\n"
     "  -L, --leader              print the current leader's id\n"
     "  -h, --help                this text;  -V, --version\n"
     "\n"
@@ -58,6 +63,8 @@ static void on_state(zkl_election_t *e, int state, uint64_t token,
   (void)e, (void)token, (void)ctx;
   if (state == ZKL_STATE_LOST)
     cli_notify_lost();
+  else if (state == ZKL_STATE_REVOKE_REQUESTED)
+    cli_notify_revoke();
 }
 
 static int parse(int argc, char **argv, struct opts *o, int *first) {

@@ -12,9 +12,11 @@
 static const char usage_text[] =
     "usage: zklock [-s HOSTS] [-r ROOT] [-n | -w SECONDS] [-E CODE]\n"
     "              [-t SESSION_MS] [-k SECONDS] [-a FILE] [--acl ACL] [--kazoo]\n"
-    "              [--shared | --write | --permits N]\n"
+    "              [--shared | --write | --permits N] [--on-revoke SIGNAL]\n"
     "              NAME COMMAND [ARG...]\n"
     "       zklock [-s HOSTS] [-r ROOT] [-a FILE] --list NAME\n"
+    "       zklock [-s HOSTS] [-r ROOT] [-a FILE] --revoke [--grace SECONDS]\n"
+    "              [--node NODE] NAME\n"
     "\n"
     "Run COMMAND while holding the ZooKeeper lock ROOT/NAME.\n"
     "\n"
@@ -38,7 +40,15 @@ static const char usage_text[] =
     "                            writer (as Curator's; with --kazoo, kazoo's)\n"
     "      --permits N           take one of N leases of a semaphore: up to N\n"
     "                            holders at once (all must say the same N)\n"
+    "      --on-revoke SIGNAL    what COMMAND gets when someone asks for the\n"
+    "                            lock back: TERM (default), INT, HUP, USR1,\n"
+    "                            USR2, KILL, or none\n"
     "  -l, --list                list the holders and the waiters of NAME\n"
+    "      --revoke              ask the holders of NAME to release it\n"
+    "      --grace SECONDS       with --revoke: wait this long, then delete\n"
+    "                            the nodes of holders that did not release\n"
+    "      --node NODE           with --revoke: only this contender (a\n"
+    "                            waiter is removed from the queue at once)\n"
     "  -h, --help                this text;  -V, --version\n"
     "\n"
     "Exit: COMMAND's status (128+N if killed by signal N), and 0 only if the\n"
@@ -56,10 +66,13 @@ struct opts {
   long conflict, grace_ms;
   int kazoo, shared, write;
   long permits; /* 0: a lock */
+  int revoke;
+  double revoke_grace_s; /* < 0: ask only */
+  const char *node;
 };
 /* main()'s options before parsing; fuzz/fuzz_zklock_cli.c starts from it too. */
 #define OPTS_DEFAULT                                                           \
-  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL}, "/locks", 0, 0, -1, 1, 5000, 0, 0, 0, 0}
+  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL}, "/locks", 0, 0, -1, 1, 5000, 0, 0, 0, 0, 0, -1, NULL}
 
 
 /* What we hold: an exclusive mutex, a side of a read-write lock (`write`
@@ -93,6 +106,8 @@ static int verify_lock(void *l) {
 static void lost(int state) {
   if (state == ZKL_STATE_LOST)
     cli_notify_lost();
+  else if (state == ZKL_STATE_REVOKE_REQUESTED)
+    cli_notify_revoke();
 }
 
 static void on_state(zkl_mutex_t *m, int state, uint64_t token, void *ctx) {
@@ -125,6 +140,9 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
       {"shared", no_argument, 0, 'R'},
       {"write", no_argument, 0, 'W'},
       {"permits", required_argument, 0, 'P'},
+      {"revoke", no_argument, 0, 'X'},
+      {"grace", required_argument, 0, 'G'},
+      {"node", required_argument, 0, 'N'},
       {"help", no_argument, 0, 'h'},
       {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
@@ -139,6 +157,13 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     case 'K': o->kazoo = 1; break;
     case 'R': o->shared = 1; break;
     case 'W': o->write = 1; break;
+    case 'X': o->revoke = 1; break;
+    case 'N': o->node = optarg; break;
+    case 'G':
+      if (cli_seconds(optarg, &o->revoke_grace_s) != 0 ||
+          o->revoke_grace_s > CLI_GRACE_MAX_S)
+        return cli_usage("--grace needs a number of seconds up to 86400");
+      break;
     case 'P':
       if (cli_int(optarg, 1, ZKL_LEASES_MAX, &o->permits) != 0)
         return cli_usage("--permits needs a number of leases from 1 to 65536");
@@ -171,10 +196,18 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     return cli_usage("missing lock NAME");
   if (cli_check_target("lock", argv[optind], o->root) != 0)
     return CLI_EXIT_USAGE;
-  if (!o->list && optind + 1 >= argc)
+  if (o->list && o->revoke)
+    return cli_usage("--list and --revoke cannot be combined");
+  if (!o->revoke && (o->node || o->revoke_grace_s >= 0))
+    return cli_usage("--grace and --node go with --revoke");
+  if (o->node && cli_check_target("node", o->node, o->root) != 0)
+    return CLI_EXIT_USAGE;
+  if (!o->list && !o->revoke && optind + 1 >= argc)
     return cli_usage("missing COMMAND");
   if (o->list && optind + 1 < argc)
     return cli_usage("--list takes only NAME");
+  if (o->revoke && optind + 1 < argc)
+    return cli_usage("--revoke takes only NAME");
   *first = optind;
   return cli_conn_ready(&o->cc);
 }
@@ -192,6 +225,34 @@ static int list_queue(zkl_client_t *c, const struct opts *o,
   held = cli_print_queue(q, n, "holder", "waiter");
   zkl_contenders_free(q, n);
   return held ? 0 : 1;
+}
+
+/* --revoke: ask, and with --grace force; 0 when done, 1 when nobody
+ * holds (or NODE is not in the queue). */
+static int revoke(zkl_client_t *c, const struct opts *o, const char *name) {
+  int64_t grace = o->revoke_grace_s < 0 ? -1
+                                        : (int64_t)(o->revoke_grace_s * 1000);
+  char what[ZKL_ROOT_MAX + ZKL_NAME_MAX + 32];
+  unsigned forced = 0;
+  int rc = zkl_revoke(c, o->root, name, o->node, grace, &forced);
+  snprintf(what, sizeof what, "%s/%s", o->root, name);
+  if (rc == ZKL_ENOTHELD) {
+    cli_error("%s: %s", what,
+              o->node ? "no such node in the queue" : "nobody holds it");
+    return 1;
+  }
+  if (rc != ZKL_OK) {
+    char msg[sizeof what + 32];
+    snprintf(msg, sizeof msg, "cannot revoke %s", what);
+    return cli_fail(msg, rc);
+  }
+  if (grace < 0)
+    printf("%s: asked\n", what);
+  else if (forced)
+    printf("%s: %u node%s deleted\n", what, forced, forced > 1 ? "s" : "");
+  else
+    printf("%s: released\n", what);
+  return 0;
 }
 
 /* Acquire as the options say; returns 0 or an exit code. */
@@ -310,8 +371,8 @@ int main(int argc, char **argv) {
   }
   if ((code = cli_connect(&c, &o.cc)) != 0)
     return code;
-  if (o.list) {
-    code = list_queue(c, &o, argv[first]);
+  if (o.list || o.revoke) {
+    code = o.list ? list_queue(c, &o, argv[first]) : revoke(c, &o, argv[first]);
     zkl_client_destroy(c);
     return code;
   }
