@@ -997,6 +997,111 @@ ZKL_EXTERN int zkl_election_candidates(zkl_client_t *client, const char *root,
                                        zkl_contender_t **out, size_t *count);
 
 /* ------------------------------------------------------------------------ */
+/* Multi-lock                                                                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Several locks held as one, with no deadlock whatever order callers name
+ * them in, and whoever else uses the same names one at a time (zklock,
+ * Curator, kazoo). One ZooKeeper transaction makes a node in every
+ * member's queue, all with the same creation zxid, and the listings follow
+ * it in the same round trip; each node then waits in its queue as a
+ * single lock's would, and the set is held when all of them hold. A
+ * waiter only ever waits for older nodes, and the nodes of one acquisition
+ * are all exactly as old, so every wait points at an older acquisition
+ * and no cycle can form (Curator's InterProcessMultiLock, which takes its
+ * locks one by one, deadlocks with two callers naming them in opposite
+ * orders). A node lost with its session makes the whole set start over
+ * with a new transaction, never that member alone: a younger node there
+ * could close a cycle.
+ *
+ * A member is held as a mutex (ZKL_MODE_EXCLUSIVE: excludes every other
+ * node of the name) or as a read-write lock's reader (ZKL_MODE_SHARED:
+ * shares with readers, excludes writers and mutexes). Nodes are named as
+ * zkl_mutex_t and zkl_rwlock_t name theirs (with ZKL_MUTEX_KAZOO, as
+ * kazoo's).
+ *
+ * A multi-lock's hold belongs to no thread: any thread may unlock it, once.
+ * It is not reentrant (a second acquire while held: ZKL_EBUSY). Its token
+ * is the creation zxid that all its nodes share: it grows like a single
+ * lock's from holder to holder of each member. Its state is the worst of
+ * its members' (LOST if any is lost, then AT_RISK, REVOKE_REQUESTED,
+ * HELD); revoking any member revokes the set.
+ */
+typedef struct zkl_multilock zkl_multilock_t;
+
+/* Most members of one multi-lock. */
+#define ZKL_MULTILOCK_MAX 64
+
+typedef struct zkl_multilock_member {
+  const char *name; /* lock name, as for zkl_mutex_create() */
+  int mode;         /* ZKL_MODE_EXCLUSIVE or ZKL_MODE_SHARED */
+} zkl_multilock_member_t;
+
+/* State changes of the set (see above), on the callback thread. */
+typedef void (*zkl_multilock_fn)(zkl_multilock_t *ml, int state,
+                                 uint64_t token, void *ctx);
+
+typedef struct zkl_multilock_options {
+  const char *root;        /* parent of every member; NULL = "/locks" */
+  const void *data;        /* caller data stored in each node */
+  size_t data_len;         /* <= ZKL_DATA_MAX */
+  zkl_multilock_fn state_fn; /* NULL = no callback */
+  void *state_ctx;
+  unsigned flags;          /* ZKL_MUTEX_NO_NODE_WATCH, ZKL_MUTEX_KAZOO */
+} zkl_multilock_options_t;
+
+/*
+ * Create a multi-lock of members[0..n) (1..ZKL_MULTILOCK_MAX; names are
+ * copied, and must differ). Talks to nobody. Returns ZKL_OK (*out set;
+ * free with zkl_multilock_destroy()), ZKL_EINVAL, ZKL_ENOMEM,
+ * ZKL_ECLOSED, ZKL_EFORKED.
+ */
+ZKL_EXTERN int zkl_multilock_create(zkl_multilock_t **out,
+                                    zkl_client_t *client,
+                                    const zkl_multilock_member_t *members,
+                                    size_t n,
+                                    const zkl_multilock_options_t *opts);
+
+/*
+ * Acquire every member: blocking, trying (ZKL_EBUSY when any member would
+ * have to wait), or until deadline_ms (ZKL_ETIMEDOUT; one deadline for the
+ * whole set). Uncontended: two round trips (the transaction with the
+ * listings, then a read of the shared creation zxid). On any error no node
+ * of ours is left in any queue (deleted at once, or once reconnected,
+ * found by the acquisition's guid). Other codes as zkl_mutex_lock(), and
+ * ZKL_EBUSY when this object holds or acquires already; ZKL_EDEADLK (the
+ * blocking form) when the calling thread holds a member through another
+ * object.
+ */
+ZKL_EXTERN int zkl_multilock_lock(zkl_multilock_t *ml);
+ZKL_EXTERN int zkl_multilock_trylock(zkl_multilock_t *ml);
+ZKL_EXTERN int zkl_multilock_timedlock(zkl_multilock_t *ml,
+                                       int64_t deadline_ms);
+
+/* Release the set (from any thread): every node is deleted, and the
+ * verdict is zkl_mutex_unlock()'s for all of them: ZKL_OK only if every
+ * member was ours to the end, else ZKL_ELOST (ZKL_EREVOKED for a member
+ * forced out after a revocation request). ZKL_ENOTOWNER: not held. */
+ZKL_EXTERN int zkl_multilock_unlock(zkl_multilock_t *ml);
+
+/* Wake a thread acquiring on this object: ZKL_ECANCELED, no node left. */
+ZKL_EXTERN int zkl_multilock_cancel(zkl_multilock_t *ml);
+
+/* The set's zkl_lock_state_t (NONE when not held), its token, a check of
+ * every member with the ensemble (as zkl_mutex_verify(): the first
+ * failure), and writes guarded by every member (zkl_mutex_guarded(): one
+ * transaction checks all the nodes; ZKL_GUARD_RELEASE releases the set). */
+ZKL_EXTERN int zkl_multilock_state(const zkl_multilock_t *ml);
+ZKL_EXTERN int zkl_multilock_token(const zkl_multilock_t *ml,
+                                   uint64_t *token);
+ZKL_EXTERN int zkl_multilock_verify(zkl_multilock_t *ml);
+
+/* Free the object: ZKL_EBUSY, freeing nothing, while it holds or a thread
+ * acquires; NULL is a no-op; a dead pointer gives ZKL_EINVAL. */
+ZKL_EXTERN int zkl_multilock_destroy(zkl_multilock_t *ml);
+
+/* ------------------------------------------------------------------------ */
 /* Revocation                                                                */
 /* ------------------------------------------------------------------------ */
 
@@ -1124,8 +1229,8 @@ enum {
 /*
  * Commit ops[0..n) (n may be 0: a check alone) guarded by a hold: the
  * calling thread's hold of a mutex or read-write lock (either mode, any
- * depth), a lease, an asynchronous hold, or a leader's term (no
- * ZKL_GUARD_RELEASE: resign instead). One round trip; no request when the
+ * depth), a lease, an asynchronous hold, a multi-lock's set (every node
+ * checked), or a leader's term (no ZKL_GUARD_RELEASE: resign instead). One round trip; no request when the
  * arguments are refused or the hold is known lost.
  *
  * Returns:
@@ -1159,6 +1264,8 @@ ZKL_EXTERN int zkl_hold_guarded(zkl_hold_t *hold, zkl_op_t *ops, size_t n,
                                 unsigned flags);
 ZKL_EXTERN int zkl_election_guarded(zkl_election_t *e, zkl_op_t *ops,
                                     size_t n, unsigned flags);
+ZKL_EXTERN int zkl_multilock_guarded(zkl_multilock_t *ml, zkl_op_t *ops,
+                                     size_t n, unsigned flags);
 
 #ifdef __cplusplus
 }

@@ -265,7 +265,7 @@ int zkl_hold_guarded(zkl_hold_t *h, zkl_op_t *ops, size_t n,
   if (!a)
     return ZKL_ENOTOWNER;
   /* only a release frees a, and the caller does not release meanwhile */
-  rc = zkl__guarded(a, ops, n, flags);
+  rc = zkl__guarded(&a, 1, ops, n, flags);
   if (rc == ZKL_OK && (flags & ZKL_GUARD_RELEASE))
     zkl_hold_release(h); /* the node went with the transaction */
   return rc;

@@ -272,7 +272,7 @@ int zkl_election_guarded(zkl_election_t *e, zkl_op_t *ops, size_t n,
     return rc;
   if (!(a = term_get(e)))
     return leave(e, ZKL_ENOTHELD);
-  return term_put(e, zkl__guarded(a, ops, n, flags));
+  return term_put(e, zkl__guarded(&a, 1, ops, n, flags));
 }
 
 int zkl_election_state(const zkl_election_t *e) {

@@ -17,14 +17,14 @@
  * never filled in by an answer. */
 #define UNANSWERED 1
 
-/* The parts of one transaction, freed together. */
+/* The parts of one transaction, freed together: the checks of the
+ * holds' nodes (k of them) first, the caller's ops, then the deletes. */
 typedef struct {
-  size_t n;              /* ops in the transaction */
+  size_t n, k;           /* ops in the transaction; holds checked */
   zoo_op_t *ops;
   zoo_op_result_t *res;
   struct Stat *stats;    /* a set's result */
-  char **bufs;           /* a create's path, as made */
-  char *own;             /* the hold's node, checked (and deleted) */
+  char **bufs;           /* a create's path as made; a hold's node */
 } txn_t;
 
 static void txn_free(txn_t *t) {
@@ -35,7 +35,6 @@ static void txn_free(txn_t *t) {
   free(t->ops);
   free(t->res);
   free(t->stats);
-  free(t->own);
 }
 
 static int op_ok(const zkl_op_t *o) {
@@ -71,18 +70,22 @@ static int args_ok(const zkl_op_t *ops, size_t n, unsigned flags) {
   return bytes <= ZKL_GUARD_BYTES_MAX;
 }
 
-static int build(txn_t *t, const zkl_client_t *c, const char *own,
-                 const zkl_op_t *ops, size_t n, int release) {
-  size_t i, k, total = n + 1 + (release ? 1 : 0);
+static int build(txn_t *t, const zkl_client_t *c, zkl__acq_t *const *holds,
+                 size_t nh, const zkl_op_t *ops, size_t n, int release) {
+  size_t i, k, total = n + nh * (release ? 2 : 1);
   if (!(t->ops = calloc(total, sizeof *t->ops)) ||
       !(t->res = calloc(total, sizeof *t->res)) ||
       !(t->stats = calloc(total, sizeof *t->stats)) ||
-      !(t->bufs = calloc(total, sizeof *t->bufs)) ||
-      !(t->own = zkl__strdup(own)))
+      !(t->bufs = calloc(total, sizeof *t->bufs)))
     return ZKL_ENOMEM;
   t->n = total;
-  zoo_check_op_init(&t->ops[0], t->own, -1);
-  for (i = 0, k = 1; i < n; i++, k++) {
+  t->k = nh;
+  for (k = 0; k < nh; k++) {
+    if (!(t->bufs[k] = zkl__strdup(holds[k]->path)))
+      return ZKL_ENOMEM;
+    zoo_check_op_init(&t->ops[k], t->bufs[k], -1);
+  }
+  for (i = 0; i < n; i++, k++) {
     const zkl_op_t *o = &ops[i];
     const char *d = o->data;
     int len = d ? (int)o->data_len : -1;
@@ -109,87 +112,101 @@ static int build(txn_t *t, const zkl_client_t *c, const char *own,
       break;
     }
   }
-  if (release)
-    zoo_delete_op_init(&t->ops[k], t->own, -1);
+  for (i = 0; release && i < nh; i++, k++)
+    zoo_delete_op_init(&t->ops[k], t->bufs[i], -1);
   for (k = 0; k < total; k++)
     t->res[k].err = UNANSWERED;
   return ZKL_OK;
 }
 
 /* The caller's view of an answered transaction; under c->mu. */
-static int judge(zkl_client_t *c, zkl__acq_t *a, const txn_t *t,
+static int judge(zkl_client_t *c, zkl__acq_t *const *holds, const txn_t *t,
                  zkl_op_t *ops, size_t n, int rc, int release) {
-  int answered = t->res[0].err != UNANSWERED;
-  size_t i;
+  int answered = t->res[0].err != UNANSWERED, lost = 0;
+  size_t i, k = t->k;
   if (rc == ZOK) {
     for (i = 0; i < n; i++) {
       ops[i].rc = ZOK;
       if (ops[i].type == ZKL_OP_SET)
-        ops[i].new_version = t->stats[i + 1].version;
+        ops[i].new_version = t->stats[k + i].version;
       if (ops[i].type == ZKL_OP_CREATE && ops[i].created)
-        memcpy(ops[i].created, t->bufs[i + 1], strlen(t->bufs[i + 1]) + 1);
+        memcpy(ops[i].created, t->bufs[k + i], strlen(t->bufs[k + i]) + 1);
     }
-    if (release) { /* gone by our hand: the release has nothing to delete */
-      zkl__went_del(c, &a->own_went);
-      free(a->path);
-      a->path = NULL;
+    for (i = 0; release && i < k; i++) {
+      /* gone by our hand: the release has nothing to delete */
+      zkl__went_del(c, &holds[i]->own_went);
+      free(holds[i]->path);
+      holds[i]->path = NULL;
     }
     return ZKL_OK;
   }
   for (i = 0; i < n; i++)
-    ops[i].rc = answered ? t->res[i + 1].err : rc;
-  if (answered && t->res[0].err == ZNONODE) {
-    zkl__lose(c, a, "deleted by someone else (a guarded write found it gone)");
+    ops[i].rc = answered ? t->res[k + i].err : rc;
+  for (i = 0; answered && i < k; i++)
+    if (t->res[i].err == ZNONODE) {
+      zkl__lose(c, holds[i],
+                "deleted by someone else (a guarded write found it gone)");
+      lost = 1;
+    }
+  for (i = 0; !lost && i < k &&
+              (rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZCLOSING);
+       i++)
+    zkl__lose(c, holds[i], "session expired");
+  if (lost || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZCLOSING)
     return ZKL_ELOST;
-  }
-  if (rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZCLOSING) {
-    zkl__lose(c, a, "session expired");
-    return ZKL_ELOST;
-  }
-  /* Refused for one of the caller's ops: our node stood. A watch event
-   * on it that came meanwhile was passed over (self_delete): look again. */
-  if (answered && release && a->own_watch == ZKL__OWN_OK && a->sess)
-    zkl__watch_own(c, a->sess, a);
-  for (i = 1; answered && i < t->n; i++)
+  /* Refused for one of the caller's ops: our nodes stood. A watch event
+   * on them that came meanwhile was passed over (self_delete): look
+   * again. */
+  for (i = 0; answered && release && i < k; i++)
+    if (holds[i]->own_watch == ZKL__OWN_OK && holds[i]->sess)
+      zkl__watch_own(c, holds[i]->sess, holds[i]);
+  for (i = 0; answered && i < t->n; i++)
     if (t->res[i].err != ZOK && t->res[i].err != ZRUNTIMEINCONSISTENCY)
       return t->res[i].err;
   return rc;
 }
 
-int zkl__guarded(zkl__acq_t *a, zkl_op_t *ops, size_t n, unsigned flags) {
-  zkl_client_t *c = a->q->c;
+int zkl__guarded(zkl__acq_t *const *holds, size_t nh, zkl_op_t *ops,
+                 size_t n, unsigned flags) {
+  zkl_client_t *c = holds[0]->q->c;
   zkl__session_t *s;
   zkl__call_t call, *ptrs[1] = {&call};
   txn_t t;
-  int rc, release = (flags & ZKL_GUARD_RELEASE) != 0;
+  size_t i;
+  int rc = ZKL_OK, release = (flags & ZKL_GUARD_RELEASE) != 0;
   if (!args_ok(ops, n, flags))
     return ZKL_EINVAL;
   memset(&t, 0, sizeof t);
   pthread_mutex_lock(&c->mu);
-  s = a->sess;
-  if (atomic_load(&a->state) == ZKL_STATE_LOST || !s || !a->path ||
-      s->expired || s != c->sess) {
-    zkl__lose(c, a, "session expired");
-    rc = ZKL_ELOST;
-  } else if (c->state != ZKL_CLIENT_CONNECTED) {
-    rc = ZCONNECTIONLOSS; /* nothing sent: it would wait for a server */
-  } else {
-    rc = build(&t, c, a->path, ops, n, release);
+  s = holds[0]->sess; /* all on one session, as the check below demands */
+  for (i = 0; i < nh; i++) {
+    zkl__acq_t *a = holds[i];
+    if (atomic_load(&a->state) == ZKL_STATE_LOST || !a->sess || !a->path ||
+        a->sess->expired || a->sess != c->sess || a->sess != s) {
+      zkl__lose(c, a, "session expired");
+      rc = ZKL_ELOST;
+    }
   }
+  if (rc == ZKL_OK && c->state != ZKL_CLIENT_CONNECTED)
+    rc = ZCONNECTIONLOSS; /* nothing sent: it would wait for a server */
+  if (rc == ZKL_OK)
+    rc = build(&t, c, holds, nh, ops, n, release);
   if (rc != ZKL_OK) {
     pthread_mutex_unlock(&c->mu);
     txn_free(&t);
     return rc;
   }
   s->refs++;
-  a->self_delete = release;
-  zkl__call_init(&call, c, &a->cv);
+  for (i = 0; i < nh; i++)
+    holds[i]->self_delete = release;
+  zkl__call_init(&call, c, &holds[0]->cv);
   pthread_mutex_unlock(&c->mu);
   zkl__multi(&call, s, (int)t.n, t.ops, t.res);
   pthread_mutex_lock(&c->mu);
   zkl__call_wait(ptrs, 1);
-  a->self_delete = 0;
-  rc = judge(c, a, &t, ops, n, call.rc, release);
+  for (i = 0; i < nh; i++)
+    holds[i]->self_delete = 0;
+  rc = judge(c, holds, &t, ops, n, call.rc, release);
   zkl__session_put(c, s);
   pthread_mutex_unlock(&c->mu);
   txn_free(&t);

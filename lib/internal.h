@@ -513,11 +513,12 @@ ZKL__HIDDEN void zkl__held_add(const zkl__queue_t *q, uint64_t tid);
 ZKL__HIDDEN void zkl__held_remove(const zkl__queue_t *q, uint64_t tid);
 
 /* ---- guard.c: writes that commit only while a hold is ours ------------- */
-/* The guarded call of every recipe, on hold a (granted, kept alive by the
- * caller). Caller holds no lock. With ZKL_GUARD_RELEASE and ZKL_OK, a's
- * node is gone and forgotten: the recipe's release then only frees. */
-ZKL__HIDDEN int zkl__guarded(zkl__acq_t *a, zkl_op_t *ops, size_t n,
-                             unsigned flags);
+/* The guarded call of every recipe, on holds[0..nh) (granted, on one
+ * session, kept alive by the caller: a multi-lock checks all its nodes).
+ * Caller holds no lock. With ZKL_GUARD_RELEASE and ZKL_OK, their nodes
+ * are gone and forgotten: the recipe's release then only frees. */
+ZKL__HIDDEN int zkl__guarded(zkl__acq_t *const *holds, size_t nh,
+                             zkl_op_t *ops, size_t n, unsigned flags);
 
 /* ---- queue.c: the queue protocol ----------------------------------------- */
 
@@ -570,6 +571,20 @@ typedef void (*zkl__run_done_fn)(zkl__acq_t *hold, int rc, void *ctx);
 ZKL__HIDDEN int zkl__queue_start(zkl__queue_t *q, int mode, int shared,
                                  int64_t deadline_ms, zkl__run_done_fn done,
                                  void *ctx, zkl__acq_t **out);
+/* The same for one node of a multi-lock, made already (path, on session
+ * s, created at czxid) and listed by *ls (a getChildren answer sent right
+ * behind the create; taken over, *ls is left empty): the run starts at
+ * its look at the queue, and ends with ZKL__AGAIN where a lone run would
+ * join again. done() gets the acquisition whatever the outcome: one that
+ * failed is off the client's list with its node, if any, still there,
+ * for zkl__queue_release(). */
+#define ZKL__AGAIN (-1999)
+ZKL__HIDDEN int zkl__queue_start_member(zkl__queue_t *q, int mode,
+                                        int shared, int64_t deadline_ms,
+                                        zkl__session_t *s, const char *path,
+                                        int64_t czxid, zkl__call_t *ls,
+                                        zkl__run_done_fn done, void *ctx,
+                                        zkl__acq_t **out);
 /* Under c->mu: the started acquisition a is given up; it ends soon with
  * ZKL_ECANCELED (done() still comes). */
 ZKL__HIDDEN void zkl__queue_abandon(zkl__acq_t *a);

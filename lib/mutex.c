@@ -200,7 +200,7 @@ int zkl_mutex_guarded(zkl_mutex_t *m, zkl_op_t *ops, size_t n,
     return ZKL_ENOTOWNER;
   if ((flags & ZKL_GUARD_RELEASE) && a->depth > 1)
     return ZKL_EBUSY;
-  rc = zkl__guarded(a, ops, n, flags);
+  rc = zkl__guarded(&a, 1, ops, n, flags);
   if (rc == ZKL_OK && (flags & ZKL_GUARD_RELEASE))
     release(m, a, 1); /* the node went with the transaction: frees only */
   return rc;

@@ -75,6 +75,7 @@ struct zkl__run {
   int agreed;       /* the queue's directory data matched q->dir_data */
   int nonode;
   int first; /* no look at the queue yet */
+  int member; /* one node of a multi-lock's: never joins again alone */
 
   step_fn next;     /* runs when nothing is in flight and we are not parked */
   int inflight;     /* requests sent, not yet answered */
@@ -382,6 +383,12 @@ static void step_top(zkl__acq_t *a) {
   }
   if (a->session_lost || (a->path && !a->sess))
     drop_node(c, a);
+  if (!a->path && r->member) {
+    /* A new node of ours would be younger than the multi-lock's other
+     * nodes, and a wait on it could close a cycle: all or none again. */
+    finish(a, ZKL__AGAIN);
+    return;
+  }
   r->epoch = c->conn_epoch;
   r->have_list = r->fresh = 0;
   r->next = a->path ? step_list_start : step_join;
@@ -1480,10 +1487,16 @@ static int settle(zkl__acq_t *a, int wait) {
   zkl_client_t *c = q->c;
   run_t *r = a->run;
   int rc = r->outcome, relay_due = q->limit && (r->waited || r->behind);
+  int member = r->member;
   if (rc == ZKL_OK && r->abandoned)
     rc = ZKL_ECANCELED; /* granted as it was given up: nobody is told */
   a->run = NULL;
   run_free(r);
+  if (member && rc != ZKL_OK) {
+    /* a multi-lock deletes its nodes itself, and waits for the deletes */
+    zkl__acq_unlink(c, a);
+    return rc;
+  }
   if (rc == ZKL_OK) {
     zkl__set_state(c, a, c->state == ZKL_CLIENT_CONNECTED
                              ? ZKL_STATE_HELD
@@ -1502,16 +1515,16 @@ static int settle(zkl__acq_t *a, int wait) {
   return rc;
 }
 
-int zkl__queue_start(zkl__queue_t *q, int mode, int shared,
-                     int64_t deadline_ms, zkl__run_done_fn done, void *ctx,
-                     zkl__acq_t **out) {
-  zkl_client_t *c = q->c;
+static zkl__acq_t *run_new(zkl__queue_t *q, int mode, int shared,
+                           int64_t deadline_ms, zkl__run_done_fn done,
+                           void *ctx, int *rc) {
   zkl__acq_t *a = calloc(1, sizeof *a);
   run_t *r = calloc(1, sizeof *r);
   if (!a || !r || zkl__cond_init(&a->cv) != ZKL_OK) {
+    *rc = a && r ? ZKL_ESYSTEM : ZKL_ENOMEM;
     free(a);
     free(r);
-    return a && r ? ZKL_ESYSTEM : ZKL_ENOMEM;
+    return NULL;
   }
   a->q = q;
   a->shared = shared;
@@ -1524,7 +1537,53 @@ int zkl__queue_start(zkl__queue_t *q, int mode, int shared,
   r->gen = q->cancel_gen;
   r->done_fn = done;
   r->done_ctx = ctx;
-  zkl__acq_link(c, a);
+  return a;
+}
+
+int zkl__queue_start(zkl__queue_t *q, int mode, int shared,
+                     int64_t deadline_ms, zkl__run_done_fn done, void *ctx,
+                     zkl__acq_t **out) {
+  int rc = ZKL_OK;
+  zkl__acq_t *a = run_new(q, mode, shared, deadline_ms, done, ctx, &rc);
+  if (!a)
+    return rc;
+  zkl__acq_link(q->c, a);
+  *out = a;
+  advance(a);
+  return ZKL_OK;
+}
+
+int zkl__queue_start_member(zkl__queue_t *q, int mode, int shared,
+                            int64_t deadline_ms, zkl__session_t *s,
+                            const char *path, int64_t czxid,
+                            zkl__call_t *ls, zkl__run_done_fn done,
+                            void *ctx, zkl__acq_t **out) {
+  int rc = ZKL_OK;
+  zkl__acq_t *a = run_new(q, mode, shared, deadline_ms, done, ctx, &rc);
+  char *p = zkl__strdup(path);
+  struct Stat st;
+  if (!a || !p) {
+    if (a) {
+      pthread_cond_destroy(&a->cv);
+      free(a->run);
+      free(a);
+    }
+    free(p);
+    return a ? ZKL_ENOMEM : rc;
+  }
+  a->run->member = 1;
+  zkl__acq_link(q->c, a);
+  memset(&st, 0, sizeof st);
+  st.czxid = czxid;
+  s->refs++;
+  a->run->s = s;
+  adopt(a, p, &st);
+  q->dir_seen = 1;
+  a->run->epoch = q->c->conn_epoch;
+  a->run->first = 0; /* as after a join: the look below is the first */
+  a->run->ls = *ls;  /* the listing sent behind the transaction */
+  memset(ls, 0, sizeof *ls);
+  joined(a);
   *out = a;
   advance(a);
   return ZKL_OK;
@@ -1559,10 +1618,10 @@ void zkl__runs_settle(zkl_client_t *c) {
     zkl__acq_t *a = c->ended;
     zkl__run_done_fn fn = a->run->done_fn;
     void *ctx = a->run->done_ctx;
-    int rc;
+    int rc, member = a->run->member;
     c->ended = a->run->ended_next;
     rc = settle(a, 0);
-    fn(rc == ZKL_OK ? a : NULL, rc, ctx);
+    fn(rc == ZKL_OK || member ? a : NULL, rc, ctx);
   }
 }
 
@@ -1606,7 +1665,7 @@ static void detached_done(zkl__acq_t *hold, int rc, void *ctx) {
 int zkl__queue_acquire(zkl__queue_t *q, int mode, int shared,
                        int64_t deadline_ms, zkl__acq_t **out) {
   zkl_client_t *c = q->c;
-  zkl__acq_t *a;
+  zkl__acq_t *a = NULL;
   run_t *r;
   int64_t give_up = -1;
   int rc;

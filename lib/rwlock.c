@@ -233,7 +233,7 @@ int zkl_rwlock_guarded(zkl_rwlock_t *rw, zkl_op_t *ops, size_t n,
     return ZKL_ENOTOWNER;
   if ((flags & ZKL_GUARD_RELEASE) && a->depth + a->rdepth > 1)
     return ZKL_EBUSY;
-  rc = zkl__guarded(a, ops, n, flags);
+  rc = zkl__guarded(&a, 1, ops, n, flags);
   if (rc == ZKL_OK && (flags & ZKL_GUARD_RELEASE))
     release(rw, a, 1); /* the node went with the transaction: frees only */
   return rc;

@@ -205,7 +205,7 @@ int zkl_lease_guarded(zkl_lease_t *l, zkl_op_t *ops, size_t n,
   int rc = usable(l);
   if (rc != ZKL_OK)
     return rc;
-  rc = zkl__guarded(l->a, ops, n, flags);
+  rc = zkl__guarded(&l->a, 1, ops, n, flags);
   if (rc == ZKL_OK && (flags & ZKL_GUARD_RELEASE))
     zkl_lease_release(l); /* the node went with the transaction */
   return rc;

@@ -6,13 +6,13 @@
 set -eu
 top=$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)
 b=$(CDPATH='' cd -- "$1" && pwd)
-make -C "$b" -s tests/unit tests/test_mutex tests/test_rwlock tests/test_semaphore tests/test_dispatch tests/test_async tests/test_election tests/test_guard tests/test_revoke tests/test_hostile tests/test_faults >/dev/null
+make -C "$b" -s tests/unit tests/test_mutex tests/test_rwlock tests/test_semaphore tests/test_dispatch tests/test_async tests/test_election tests/test_guard tests/test_revoke tests/test_multilock tests/test_hostile tests/test_faults >/dev/null
 run() {
   local t pass=0 fail=0 log
   # 500 asynchronous acquisitions pending instead of 10,000: the same
   # paths, in a time valgrind can afford
   export ZKL_TEST_ASYNC_PER_NAME=5
-  for t in tests/unit tests/test_mutex tests/test_rwlock tests/test_semaphore tests/test_dispatch tests/test_async tests/test_election tests/test_guard tests/test_revoke tests/test_hostile tests/test_faults; do
+  for t in tests/unit tests/test_mutex tests/test_rwlock tests/test_semaphore tests/test_dispatch tests/test_async tests/test_election tests/test_guard tests/test_revoke tests/test_multilock tests/test_hostile tests/test_faults; do
     log=$b/$t.valgrind.log
     if (cd "$b" && ./libtool --mode=execute valgrind -q --error-exitcode=99 \
           --leak-check=full --errors-for-leak-kinds=definite,indirect \

@@ -215,6 +215,107 @@ static void test_async_through_expiry(void) {
   zkl_client_destroy(hc);
 }
 
+/* How many nodes root/name has, and the czxid of the youngest. */
+static int nodes_czxid(const char *name, int64_t *czxid) {
+  char path[256], node[512];
+  struct String_vector v;
+  struct Stat st;
+  int i, n;
+  snprintf(path, sizeof path, "%s/%s", root, name);
+  admin_sync(path);
+  if (zoo_get_children(admin, path, 0, &v) != ZOK)
+    return 0;
+  n = v.count;
+  for (i = 0; i < v.count; i++) {
+    snprintf(node, sizeof node, "%s/%s", path, v.data[i]);
+    if (zoo_exists(admin, node, 0, &st) == ZOK && czxid &&
+        (i == 0 || st.czxid > *czxid))
+      *czxid = st.czxid; /* the youngest */
+  }
+  deallocate_String_vector(&v);
+  return n;
+}
+
+static zkl_multilock_t *multi_xy(zkl_client_t *c) {
+  zkl_multilock_t *ml = NULL;
+  zkl_multilock_options_t o = {0};
+  zkl_multilock_member_t m[2] = {{"mx", ZKL_MODE_EXCLUSIVE},
+                                 {"my", ZKL_MODE_EXCLUSIVE}};
+  o.root = root;
+  CHECK_RC(zkl_multilock_create(&ml, c, m, 2, &o), ZKL_OK);
+  return ml;
+}
+
+struct multi_waiter {
+  zkl_multilock_t *ml;
+  _Atomic int rc;
+};
+
+static void *multi_lock_thread(void *arg) {
+  struct multi_waiter *w = arg;
+  atomic_store(&w->rc, zkl_multilock_timedlock(w->ml, zkl_now_ms() + 60000));
+  return NULL;
+}
+
+/* A multi-lock waiting when its session expires enqueues all its nodes
+ * again on the new session, in one transaction: never one alone. */
+static void test_multilock_through_expiry(void) {
+  zkl_client_t *c = client(4000), *hc = client(10000);
+  zkl_multilock_t *ml;
+  zkl_mutex_t *hm;
+  struct multi_waiter w = {0, 1};
+  int64_t zx = 0, zy = 0;
+  uint64_t token = 0;
+  pthread_t t;
+  new_root();
+  ml = multi_xy(c);
+  hm = mutex(hc, "my");
+  CHECK_RC(zkl_mutex_lock(hm), ZKL_OK);
+  w.ml = ml;
+  pthread_create(&t, NULL, multi_lock_thread, &w);
+  QUEUED("my", 2);
+  expire(c);
+  /* the old nodes went with the session; new ones, both of them */
+  WAIT_FOR(zkl_client_state(c) == ZKL_CLIENT_CONNECTED &&
+               nodes_czxid("mx", &zx) == 1 && nodes_czxid("my", &zy) == 2 &&
+               zx == zy,
+           20000);
+  CHECK_INT(nodes_czxid("mx", &zx), ==, 1);
+  CHECK_INT(nodes_czxid("my", &zy), ==, 2);
+  CHECK_INT(zx, ==, zy);
+  CHECK_INT(atomic_load(&w.rc), ==, 1); /* still waiting */
+  CHECK_RC(zkl_mutex_unlock(hm), ZKL_OK);
+  pthread_join(t, NULL);
+  CHECK_RC(atomic_load(&w.rc), ZKL_OK);
+  CHECK_RC(zkl_multilock_token(ml, &token), ZKL_OK);
+  CHECK_INT((int64_t)token, ==, zx);
+  CHECK_RC(zkl_multilock_unlock(ml), ZKL_OK);
+  CHECK_INT(queue_count("mx") + queue_count("my"), ==, 0);
+  zkl_multilock_destroy(ml);
+  zkl_mutex_destroy(hm);
+  zkl_client_destroy(c);
+  zkl_client_destroy(hc);
+}
+
+/* The read after the transaction is lost: the set starts over, and the
+ * nodes of the first try are found by their guid and deleted. */
+static void test_multilock_read_lost(void) {
+  zkl_client_t *c = client(10000);
+  zkl_multilock_t *ml;
+  new_root();
+  ml = multi_xy(c);
+  atomic_store(&zkl__fault_stat_lost, 1);
+  CHECK_RC(zkl_multilock_lock(ml), ZKL_OK);
+  CHECK_INT(atomic_load(&zkl__fault_stat_lost), ==, 0);
+  WAIT_FOR(queue_count("mx") == 1 && queue_count("my") == 1, 5000);
+  CHECK_INT(queue_count("mx"), ==, 1);
+  CHECK_INT(queue_count("my"), ==, 1);
+  CHECK_RC(zkl_multilock_unlock(ml), ZKL_OK);
+  CHECK_INT(queue_count("mx") + queue_count("my"), ==, 0);
+  zkl_multilock_destroy(ml);
+  zkl_client_destroy(c);
+}
+
 int main(void) {
   root_tag = "zklfaults";
   admin_open();
@@ -222,6 +323,8 @@ int main(void) {
   RUN(test_unlock_read_lost);
   RUN(test_new_handle_retried_calmly);
   RUN(test_async_through_expiry);
+  RUN(test_multilock_through_expiry);
+  RUN(test_multilock_read_lost);
   admin_close();
   return CHECK_DONE();
 }

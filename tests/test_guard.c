@@ -156,9 +156,11 @@ static void test_deleted_watched(void) { deleted(0); }
  * timeout, and another takes the lock and writes. Resumed, the old
  * holder's write (retried while the answer is only a lost connection)
  * ends in ZKL_ELOST and never lands. The holder is this program run
- * again (main: "paused-child"): a child that only forks would inherit
+ * again (main: "paused-child", from argv[0]: under valgrind
+ * /proc/self/exe is valgrind's): a child that only forks would inherit
  * the locks of the threads it left behind (glibc's getaddrinfo's, held
  * by a ZooKeeper thread, hung it). */
+static const char *self_path;
 static void child_holder(const char *name, int from_parent, int to_parent) {
   zkl_client_t *c;
   zkl_mutex_t *m;
@@ -208,7 +210,7 @@ static void test_paused_holder(void) {
     fflush(NULL);
     pid = fork();
     if (pid == 0) {
-      execv("/proc/self/exe", args);
+      execv(self_path, args);
       _exit(127);
     }
     close(down[0]);
@@ -456,6 +458,7 @@ static void test_every_hold(void) {
 }
 
 int main(int argc, char **argv) {
+  self_path = argv[0];
   if (argc == 5 && strcmp(argv[1], "paused-child") == 0) {
     servers = getenv("ZKL_TEST_SERVERS");
     snprintf(root, sizeof root, "%s", argv[2]);

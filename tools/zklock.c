@@ -13,6 +13,7 @@ static const char usage_text[] =
     "usage: zklock [-s HOSTS] [-r ROOT] [-n | -w SECONDS] [-E CODE]\n"
     "              [-t SESSION_MS] [-k SECONDS] [-a FILE] [--acl ACL] [--kazoo]\n"
     "              [--shared | --write | --permits N] [--on-revoke SIGNAL]\n"
+    "              [--also NAME2 ...]\n"
     "              NAME COMMAND [ARG...]\n"
     "       zklock [-s HOSTS] [-r ROOT] [-a FILE] --list NAME\n"
     "       zklock [-s HOSTS] [-r ROOT] [-a FILE] --revoke [--grace SECONDS]\n"
@@ -40,6 +41,9 @@ static const char usage_text[] =
     "                            writer (as Curator's; with --kazoo, kazoo's)\n"
     "      --permits N           take one of N leases of a semaphore: up to N\n"
     "                            holders at once (all must say the same N)\n"
+    "      --also NAME2          hold NAME2 too (repeatable): every lock is\n"
+    "                            taken at once, in one transaction, so two\n"
+    "                            runs naming them in any order never deadlock\n"
     "      --on-revoke SIGNAL    what COMMAND gets when someone asks for the\n"
     "                            lock back: TERM (default), INT, HUP, USR1,\n"
     "                            USR2, KILL, or none\n"
@@ -69,16 +73,19 @@ struct opts {
   int revoke;
   double revoke_grace_s; /* < 0: ask only */
   const char *node;
+  const char *also[ZKL_MULTILOCK_MAX - 1]; /* --also: more locks, held with NAME */
+  int nalso;
 };
 /* main()'s options before parsing; fuzz/fuzz_zklock_cli.c starts from it too. */
 #define OPTS_DEFAULT                                                           \
-  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL}, "/locks", 0, 0, -1, 1, 5000, 0, 0, 0, 0, 0, -1, NULL}
+  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL}, "/locks", 0, 0, -1, 1, 5000, 0, 0, 0, 0, 0, -1, NULL, {0}, 0}
 
 
 /* What we hold: an exclusive mutex, a side of a read-write lock (`write`
  * or read), or a semaphore's lease; the mutex of the same name excludes
  * the others. */
 struct lock {
+  zkl_multilock_t *ml; /* with --also */
   zkl_mutex_t *m;
   zkl_rwlock_t *rw;
   int write;
@@ -88,7 +95,9 @@ struct lock {
 
 static void cancel_lock(void *l) {
   struct lock *k = l;
-  if (k->sem)
+  if (k->ml)
+    zkl_multilock_cancel(k->ml);
+  else if (k->sem)
     zkl_semaphore_cancel(k->sem);
   else if (k->rw)
     zkl_rwlock_cancel(k->rw);
@@ -98,6 +107,8 @@ static void cancel_lock(void *l) {
 
 static int verify_lock(void *l) {
   struct lock *k = l;
+  if (k->ml)
+    return zkl_multilock_verify(k->ml);
   if (k->sem)
     return zkl_lease_verify(k->lease);
   return k->rw ? zkl_rwlock_verify(k->rw) : zkl_mutex_verify(k->m);
@@ -118,6 +129,12 @@ static void on_state(zkl_mutex_t *m, int state, uint64_t token, void *ctx) {
 static void on_rw_state(zkl_rwlock_t *rw, int state, uint64_t token,
                         void *ctx) {
   (void)rw, (void)token, (void)ctx;
+  lost(state);
+}
+
+static void on_multi_state(zkl_multilock_t *ml, int state, uint64_t token,
+                           void *ctx) {
+  (void)ml, (void)token, (void)ctx;
   lost(state);
 }
 
@@ -143,6 +160,7 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
       {"revoke", no_argument, 0, 'X'},
       {"grace", required_argument, 0, 'G'},
       {"node", required_argument, 0, 'N'},
+      {"also", required_argument, 0, 'A'},
       {"help", no_argument, 0, 'h'},
       {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
@@ -159,6 +177,13 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     case 'W': o->write = 1; break;
     case 'X': o->revoke = 1; break;
     case 'N': o->node = optarg; break;
+    case 'A':
+      if (o->nalso >= ZKL_MULTILOCK_MAX - 1)
+        return cli_usage("too many --also: at most 63");
+      if (cli_check_target("lock", optarg, o->root) != 0)
+        return CLI_EXIT_USAGE;
+      o->also[o->nalso++] = optarg;
+      break;
     case 'G':
       if (cli_seconds(optarg, &o->revoke_grace_s) != 0 ||
           o->revoke_grace_s > CLI_GRACE_MAX_S)
@@ -196,6 +221,9 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     return cli_usage("missing lock NAME");
   if (cli_check_target("lock", argv[optind], o->root) != 0)
     return CLI_EXIT_USAGE;
+  if (o->nalso && (o->shared || o->write || o->permits || o->list ||
+                   o->revoke))
+    return cli_usage("--also goes with exclusive locks only");
   if (o->list && o->revoke)
     return cli_usage("--list and --revoke cannot be combined");
   if (!o->revoke && (o->node || o->revoke_grace_s >= 0))
@@ -257,6 +285,8 @@ static int revoke(zkl_client_t *c, const struct opts *o, const char *name) {
 
 /* Acquire as the options say; returns 0 or an exit code. */
 static int unlock(struct lock *k) {
+  if (k->ml)
+    return zkl_multilock_unlock(k->ml);
   if (k->sem) {
     zkl_lease_t *l = k->lease;
     k->lease = NULL;
@@ -271,7 +301,11 @@ static int acquire(struct lock *k, const struct opts *o) {
   int64_t until = zkl_now_ms() + (int64_t)(o->wait_s * 1000);
   int rc, sig;
   cli_set_waiting(1);
-  if (k->sem)
+  if (k->ml)
+    rc = o->nonblock        ? zkl_multilock_trylock(k->ml)
+         : o->wait_s >= 0   ? zkl_multilock_timedlock(k->ml, until)
+                            : zkl_multilock_lock(k->ml);
+  else if (k->sem)
     rc = o->nonblock        ? zkl_semaphore_tryacquire(k->sem, &k->lease)
          : o->wait_s >= 0   ? zkl_semaphore_timedacquire(k->sem, until, &k->lease)
                             : zkl_semaphore_acquire(k->sem, &k->lease);
@@ -308,7 +342,9 @@ static int run_locked(zkl_client_t *c, struct lock *k, const char *name,
   char *env[5];
   uint64_t token = 0;
   int code, rc;
-  if (k->sem)
+  if (k->ml)
+    zkl_multilock_token(k->ml, &token);
+  else if (k->sem)
     zkl_lease_token(k->lease, &token);
   else if (k->rw)
     zkl_rwlock_token(k->rw, &token);
@@ -321,7 +357,9 @@ static int run_locked(zkl_client_t *c, struct lock *k, const char *name,
            : k->rw && !k->write  ? "shared"
                                  : "exclusive");
   strcpy(node, "ZKLOCK_NODE=");
-  if (k->sem)
+  if (k->ml)
+    node[12] = '\0'; /* several nodes: none is the one */
+  else if (k->sem)
     zkl_lease_node_path(k->lease, node + 12, sizeof node - 12);
   else if (k->rw)
     zkl_rwlock_node_path(k->rw, node + 12, sizeof node - 12);
@@ -330,7 +368,8 @@ static int run_locked(zkl_client_t *c, struct lock *k, const char *name,
   env[0] = tok, env[1] = nm, env[2] = node, env[3] = mode, env[4] = NULL;
   cli_test_grant_delay();
   code = cli_vouch(c, granted,
-                   k->sem  ? zkl_lease_state(k->lease)
+                   k->ml   ? zkl_multilock_state(k->ml)
+                   : k->sem ? zkl_lease_state(k->lease)
                    : k->rw ? zkl_rwlock_state(k->rw)
                            : zkl_mutex_state(k->m),
                    verify_lock, k);
@@ -354,7 +393,8 @@ int main(int argc, char **argv) {
   zkl_rwlock_options_t ro = {0};
   zkl_semaphore_options_t so = {0};
   zkl_client_t *c = NULL;
-  struct lock k = {NULL, NULL, 0, NULL, NULL};
+  struct lock k = {NULL, NULL, NULL, 0, NULL, NULL};
+  zkl_multilock_options_t mlo = {0};
   int first = 0, code, rc;
   cli_prog = "zklock";
   cli_what = "lock";
@@ -383,7 +423,20 @@ int main(int argc, char **argv) {
   mo.flags = o.kazoo ? ZKL_MUTEX_KAZOO : 0;
   ro.flags = o.kazoo ? ZKL_RWLOCK_KAZOO : 0;
   k.write = o.write;
-  if (o.permits)
+  mlo.root = o.root;
+  mlo.state_fn = on_multi_state;
+  mlo.flags = mo.flags;
+  if (o.nalso) {
+    zkl_multilock_member_t mm[ZKL_MULTILOCK_MAX];
+    int i;
+    mm[0].name = argv[first];
+    mm[0].mode = ZKL_MODE_EXCLUSIVE;
+    for (i = 0; i < o.nalso; i++) {
+      mm[i + 1].name = o.also[i];
+      mm[i + 1].mode = ZKL_MODE_EXCLUSIVE;
+    }
+    rc = zkl_multilock_create(&k.ml, c, mm, (size_t)o.nalso + 1, &mlo);
+  } else if (o.permits)
     rc = zkl_semaphore_create(&k.sem, c, argv[first], (unsigned)o.permits, &so);
   else if (o.shared || o.write)
     rc = zkl_rwlock_create(&k.rw, c, argv[first], &ro);
@@ -403,6 +456,7 @@ int main(int argc, char **argv) {
   cli_set_cancel(NULL, NULL);
   if (k.lease)
     zkl_lease_release(k.lease);
+  zkl_multilock_destroy(k.ml);
   zkl_semaphore_destroy(k.sem);
   zkl_rwlock_destroy(k.rw);
   zkl_mutex_destroy(k.m);

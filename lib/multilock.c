@@ -1,0 +1,677 @@
+/* multilock.c: several locks held as one, with no deadlock.
+ *
+ * One transaction (zoo_amulti) creates a node in every member's queue,
+ * named with one guid, and the members' listings follow it in the same
+ * round trip; a read of one node then gives the creation zxid they all
+ * share (a create in a multi returns no stat). Every node is then a run of
+ * the queue engine (queue.c) as a member: it waits in its own queue under
+ * its own policy, and the set holds when every run has granted. A waiter
+ * only waits for older nodes, and the nodes of one acquisition are all
+ * exactly as old, so no wait cycle can form (model: waits point from a
+ * larger zxid to a strictly smaller one).
+ *
+ * Rules that keep it so: the nodes are created all or none; a member whose
+ * node is gone with the session never joins again alone (its run ends
+ * with ZKL__AGAIN, and the set starts over with a new transaction and a
+ * new guid); any member's failure ends the others, and every node made is
+ * deleted, at once or by the deferred deletes (found by the guid when the
+ * transaction's answer was lost). */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* How many times the set starts over (sessions expiring, parents reaped,
+ * answers lost) before the acquire gives up with the last reason. */
+#define AGAIN_MAX 8
+
+struct member {
+  zkl__queue_t q; /* first: notify() casts back */
+  zkl_multilock_t *ml;
+  int shared;
+  zkl__acq_t *a;  /* the run, then the hold (under c->mu) */
+  int rc;         /* the run's outcome, 1 while it runs (under c->mu) */
+  int last;       /* the last state notified (callback thread) */
+  int deep;       /* its parents may be missing: make them from the top */
+};
+
+struct zkl_multilock {
+  zkl_client_t *c;
+  unsigned fork_gen;
+  zkl_multilock_fn fn;
+  void *ctx;
+  size_t n;
+  struct member *m; /* in the order of their paths */
+  void *data;
+  size_t len;
+  pthread_cond_t cv; /* member runs ended */
+  /* under c->mu */
+  int running;       /* member runs not ended yet */
+  int failed;        /* the first member's failure, or 0 */
+  int busy;          /* an acquire or release is under way */
+  int held;          /* the set holds */
+  uint64_t gen[ZKL_MULTILOCK_MAX]; /* the members' cancel_gen at start */
+  int64_t token;
+  /* the set's state as the callback last heard it, and for which hold */
+  _Atomic uint64_t epoch;
+  uint64_t told_epoch;
+  int told;
+};
+
+/* Severity of a member's state: the set's is the worst. */
+static int rank(int st) {
+  switch (st) {
+  case ZKL_STATE_HELD: return 1;
+  case ZKL_STATE_REVOKE_REQUESTED: return 2;
+  case ZKL_STATE_AT_RISK: return 3;
+  case ZKL_STATE_LOST: return 4;
+  }
+  return 0;
+}
+
+/* A member's state change, on the callback thread: the set's state, when
+ * it holds and that state changed, goes to the callback. */
+static void member_notify(zkl__queue_t *q, int state, uint64_t token) {
+  struct member *me = (struct member *)q;
+  zkl_multilock_t *ml = me->ml;
+  uint64_t epoch = atomic_load(&ml->epoch);
+  int worst = ZKL_STATE_NONE;
+  size_t i;
+  (void)token;
+  me->last = state;
+  if (!epoch)
+    return;
+  for (i = 0; i < ml->n; i++)
+    if (rank(ml->m[i].last) > rank(worst))
+      worst = ml->m[i].last;
+  if (worst == ml->told && epoch == ml->told_epoch)
+    return;
+  ml->told = worst;
+  ml->told_epoch = epoch;
+  ml->fn(ml, worst, (uint64_t)ml->token, ml->ctx);
+}
+
+/* Closes the first `opened` members' queues and frees ml. */
+static void ml_free(zkl_multilock_t *ml, size_t opened) {
+  size_t i;
+  for (i = 0; i < opened; i++) {
+    zkl__handle_remove(&ml->m[i]);
+    zkl__queue_close(&ml->m[i].q);
+  }
+  pthread_cond_destroy(&ml->cv);
+  free(ml->data);
+  free(ml->m);
+  free(ml);
+}
+
+static int by_name(const void *x, const void *y) {
+  const zkl_multilock_member_t *a = x, *b = y;
+  return strcmp(a->name, b->name);
+}
+
+int zkl_multilock_create(zkl_multilock_t **out, zkl_client_t *c,
+                         const zkl_multilock_member_t *members, size_t n,
+                         const zkl_multilock_options_t *o) {
+  const char *root = o && o->root ? o->root : "/locks";
+  unsigned flags = o ? o->flags : 0;
+  int kazoo = (flags & ZKL_MUTEX_KAZOO) != 0;
+  zkl_multilock_member_t *sorted;
+  zkl_multilock_t *ml;
+  size_t i, opened = 0;
+  int rc = ZKL_OK;
+  if (!out)
+    return ZKL_EINVAL;
+  *out = NULL;
+  if (!members || n < 1 || n > ZKL_MULTILOCK_MAX)
+    return ZKL_EINVAL;
+  for (i = 0; i < n && rc == ZKL_OK; i++) {
+    rc = zkl__recipe_args(c, members[i].name, root, o ? o->data : NULL,
+                          o ? o->data_len : 0, flags,
+                          ZKL_MUTEX_NO_NODE_WATCH | ZKL_MUTEX_KAZOO);
+    if (rc == ZKL_OK && members[i].mode != ZKL_MODE_EXCLUSIVE &&
+        members[i].mode != ZKL_MODE_SHARED)
+      rc = ZKL_EINVAL;
+  }
+  if (rc != ZKL_OK)
+    return rc;
+  if (!(sorted = malloc(n * sizeof *sorted)))
+    return ZKL_ENOMEM;
+  memcpy(sorted, members, n * sizeof *sorted);
+  /* sorted only so that the transaction's order is the same for all:
+   * safety does not depend on it */
+  qsort(sorted, n, sizeof *sorted, by_name);
+  for (i = 1; i < n; i++)
+    if (strcmp(sorted[i - 1].name, sorted[i].name) == 0) {
+      free(sorted);
+      return ZKL_EINVAL;
+    }
+  ml = calloc(1, sizeof *ml);
+  if (!ml || !(ml->m = calloc(n, sizeof *ml->m)) ||
+      zkl__cond_init(&ml->cv) != ZKL_OK) {
+    if (ml)
+      free(ml->m);
+    free(ml);
+    free(sorted);
+    return ZKL_ENOMEM;
+  }
+  ml->c = c;
+  ml->fork_gen = c->fork_gen;
+  ml->fn = o ? o->state_fn : NULL;
+  ml->ctx = o ? o->state_ctx : NULL;
+  ml->n = n;
+  for (i = 0; i < n && rc == ZKL_OK; i++) {
+    zkl__queue_spec_t spec = ZKL__QUEUE_SPEC(root, sorted[i].name, o);
+    struct member *me = &ml->m[i];
+    me->ml = ml;
+    me->shared = sorted[i].mode == ZKL_MODE_SHARED;
+    spec.marker = me->shared ? (kazoo ? "__lock__" : "__WRIT__")
+                             : (kazoo ? "__lock__" : "-lock-");
+    spec.marker_shared = me->shared ? (kazoo ? "__rlock__" : "__READ__") : NULL;
+    spec.flags = flags & ZKL_MUTEX_NO_NODE_WATCH ? ZKL__Q_NO_NODE_WATCH : 0;
+    spec.notify = ml->fn ? member_notify : NULL;
+    if ((rc = zkl__queue_open(&me->q, c, &spec, me)) == ZKL_OK)
+      opened++;
+  }
+  free(sorted);
+  if (rc == ZKL_OK && o && o->data_len) {
+    if ((ml->data = malloc(o->data_len)))
+      memcpy(ml->data, o->data, o->data_len);
+    else
+      rc = ZKL_ENOMEM;
+    ml->len = o->data_len;
+  }
+  if (rc == ZKL_OK)
+    rc = zkl__handle_add(ml);
+  if (rc != ZKL_OK) {
+    ml_free(ml, opened);
+    return rc;
+  }
+  *out = ml;
+  return ZKL_OK;
+}
+
+/* ---- enqueueing all at once ------------------------------------------------ */
+
+/* What one transaction made: the nodes, on session s, and their listings;
+ * freed by txn_done(). */
+typedef struct {
+  zkl__session_t *s;
+  char guid[ZKL__GUID_LEN + 1];
+  zoo_op_t ops[ZKL_MULTILOCK_MAX];
+  zoo_op_result_t res[ZKL_MULTILOCK_MAX];
+  char *paths[ZKL_MULTILOCK_MAX];
+  zkl__call_t mk[ZKL_MULTILOCK_MAX], ls[ZKL_MULTILOCK_MAX], tx, st;
+  pthread_cond_t cv;
+} txn_t;
+
+static void txn_done(zkl_client_t *c, txn_t *t, size_t n) {
+  size_t i;
+  for (i = 0; i < n; i++) {
+    free(t->paths[i]);
+    zkl__call_free(&t->mk[i]);
+    zkl__call_free(&t->ls[i]);
+  }
+  zkl__call_free(&t->tx);
+  zkl__call_free(&t->st);
+  pthread_mutex_lock(&c->mu);
+  zkl__session_put(c, t->s);
+  pthread_mutex_unlock(&c->mu);
+  pthread_cond_destroy(&t->cv);
+}
+
+/* Why the acquire must end now (under c->mu), or ZKL_OK. */
+static int halted(const zkl_multilock_t *ml, int64_t deadline) {
+  size_t i;
+  if (ml->c->stopping)
+    return ZKL_ECLOSED;
+  if (ml->c->auth_failed)
+    return ZKL_EAUTH;
+  for (i = 0; i < ml->n; i++)
+    if (ml->m[i].q.cancel_gen != ml->gen[i])
+      return ZKL_ECANCELED;
+  if (deadline >= 0 && zkl_now_ms() >= deadline)
+    return ZKL_ETIMEDOUT;
+  return ZKL_OK;
+}
+
+/* Sends the parents' creates (for queues not known to exist), the
+ * transaction and the listings in one round trip; then reads one node for
+ * the creation zxid. ZKL_OK with every node made (t->paths), ZKL__AGAIN
+ * (nothing of ours stands, or what may is being deleted: start over), or
+ * why not. */
+/* The parents of a member's queue, made when a transaction found one
+ * missing (first use of a root): every component from the top, in order
+ * on the session, whatever each answers (the transaction tells). Not
+ * waited for one by one: the transaction waits behind them. */
+static size_t make_parents(zkl__session_t *s, const char *dir,
+                           zkl__call_t *calls) {
+  char *p = zkl__strdup(dir), *slash;
+  size_t n = 0;
+  if (!p)
+    return 0;
+  for (slash = strchr(p + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+    *slash = '\0';
+    zkl__create(&calls[n++], s, p, NULL, -1, ZOO_CONTAINER);
+    *slash = '/';
+  }
+  free(p);
+  return n;
+}
+
+static int enqueue(zkl_multilock_t *ml, txn_t *t, int64_t deadline,
+                   int64_t *czxid, int deep) {
+  zkl_client_t *c = ml->c;
+  zkl__call_t **w, *up = NULL;
+  char *data = NULL;
+  size_t len = 0, i, nw = 0, nup = 0, levels = 0;
+  int rc;
+  for (i = 0; deep && i < ml->n; i++) /* at most one per '/' */
+    levels += strlen(ml->m[i].q.dir) / 2 + 1;
+  if (!(w = calloc(2 * ml->n + 1 + levels, sizeof *w)) ||
+      (levels && !(up = calloc(levels, sizeof *up)))) {
+    free(w);
+    return ZKL_ENOMEM;
+  }
+  if ((rc = zkl__guid(t->guid)) != ZKL_OK ||
+      (rc = zkl__node_data(NULL, ml->data, ml->len, &data, &len)) != ZKL_OK) {
+    free(w);
+    free(up);
+    return rc;
+  }
+  for (i = 0; i < ml->n; i++) {
+    struct member *me = &ml->m[i];
+    char *base = zkl__join(me->q.prefix, t->guid);
+    char *name = base ? zkl__join(base, me->shared ? me->q.marker_shared
+                                                   : me->q.marker)
+                      : NULL;
+    size_t size = name ? strlen(name) + ZKL__SEQ_LEN + 1 : 0;
+    free(base);
+    if (!name || !(t->paths[i] = calloc(1, size))) {
+      while (i-- > 0)
+        free((char *)t->ops[i].create_op.path);
+      free(name);
+      free(data);
+      free(w);
+      free(up);
+      return ZKL_ENOMEM;
+    }
+    zoo_create_op_init(&t->ops[i], name, data, (int)len, c->acl,
+                       ZOO_EPHEMERAL_SEQUENTIAL, t->paths[i], (int)size);
+    t->res[i].err = ZOK;
+  }
+  pthread_mutex_lock(&c->mu);
+  t->s = zkl__session_get(c);
+  for (i = 0; i < ml->n; i++) {
+    zkl__call_init(&t->mk[i], c, &t->cv);
+    zkl__call_init(&t->ls[i], c, &t->cv);
+  }
+  zkl__call_init(&t->tx, c, &t->cv);
+  pthread_mutex_unlock(&c->mu);
+  /* parents first: a create of one that exists would fail the whole
+   * transaction, and the C client cannot put a container in one */
+  if (levels) {
+    size_t k, j;
+    pthread_mutex_lock(&c->mu);
+    for (k = 0; k < levels; k++)
+      zkl__call_init(&up[k], c, &t->cv);
+    pthread_mutex_unlock(&c->mu);
+    for (i = 0; i < ml->n; i++) {
+      k = make_parents(t->s, ml->m[i].q.dir, up + nup);
+      for (j = 0; j < k; j++)
+        w[nw++] = &up[nup + j];
+      nup += k;
+    }
+  }
+  for (i = 0; i < ml->n; i++)
+    if (!ml->m[i].q.dir_seen) {
+      zkl__create(&t->mk[i], t->s, ml->m[i].q.dir, NULL, -1, ZOO_CONTAINER);
+      w[nw++] = &t->mk[i];
+    }
+  zkl__multi(&t->tx, t->s, (int)ml->n, t->ops, t->res);
+  w[nw++] = &t->tx;
+  for (i = 0; i < ml->n; i++) {
+    zkl__children(&t->ls[i], t->s, ml->m[i].q.dir);
+    w[nw++] = &t->ls[i];
+  }
+  for (i = 0; i < ml->n; i++) /* the C client copied the names */
+    free((char *)t->ops[i].create_op.path);
+  free(data);
+  pthread_mutex_lock(&c->mu);
+  zkl__call_wait(w, (int)nw);
+  for (i = 0; i < nup; i++)
+    zkl__call_free(&up[i]); /* the parents' creates: only their paths */
+  free(up);
+  free(w);
+  for (i = 0; i < ml->n; i++)
+    if (t->mk[i].done && t->mk[i].rc == ZOK)
+      ml->m[i].q.dir_made = t->mk[i].stat.czxid;
+  rc = t->tx.rc;
+  if (rc == ZOK) {
+    zkl__call_t *ptrs[1] = {&t->st};
+    zkl__call_init(&t->st, c, &t->cv);
+    pthread_mutex_unlock(&c->mu);
+    zkl__exists(&t->st, t->s, t->paths[0]);
+    pthread_mutex_lock(&c->mu);
+    zkl__call_wait(ptrs, 1);
+    rc = t->st.rc;
+    if (rc == ZOK && t->st.stat.ephemeralOwner != t->s->id)
+      rc = ZNONODE; /* not ours: someone replaced it at once */
+    *czxid = t->st.stat.czxid;
+  }
+  if (rc == ZOK) {
+    for (i = 0; i < ml->n; i++) {
+      ml->m[i].q.dir_seen = 1;
+      ml->m[i].deep = 0;
+    }
+  } else if (zkl__is_conn_error(rc) || rc == ZNONODE ||
+             rc == ZSESSIONEXPIRED) {
+    /* Made or not, all or none: whatever stands goes, found by the guid
+     * once connected (nothing if the session is over). */
+    for (i = 0; i < ml->n; i++) {
+      if (rc == ZNONODE && t->tx.rc == ZNONODE) {
+        ml->m[i].q.dir_seen = 0; /* a parent was reaped: make them again */
+        ml->m[i].deep = 1;       /* from the top, if the root is missing */
+      }
+      if (t->tx.rc != ZNONODE && t->tx.rc != ZSESSIONEXPIRED)
+        zkl__defer_find_delete(c, t->s, ml->m[i].q.dir, t->guid);
+    }
+    /* once connected again; at once if the connection is up (a lost
+     * answer on a link that came back, or a read that failed alone) */
+    if (rc != ZNONODE &&
+        (rc = zkl__wait_usable(c, NULL, 0, deadline)) == ZKL_OK)
+      rc = ZKL__AGAIN;
+    if (rc == ZNONODE)
+      rc = ZKL__AGAIN;
+  }
+  pthread_mutex_unlock(&c->mu);
+  return rc;
+}
+
+/* ---- waiting in every queue ------------------------------------------------ */
+
+/* A member's run ended (event thread, under c->mu). The first failure
+ * ends the others: a set never holds in part. */
+static void member_done(zkl__acq_t *a, int rc, void *ctx) {
+  struct member *me = ctx;
+  zkl_multilock_t *ml = me->ml;
+  size_t i;
+  me->a = a;
+  me->rc = rc;
+  ml->running--;
+  if (rc != ZKL_OK && !ml->failed) {
+    ml->failed = rc;
+    for (i = 0; i < ml->n; i++)
+      if (ml->m[i].rc == 1)
+        zkl__queue_abandon(ml->m[i].a);
+  }
+  pthread_cond_broadcast(&ml->cv);
+}
+
+/* Starts a member run on every node the transaction made, and waits for
+ * all to end. ZKL_OK: every member holds. */
+static int wait_all(zkl_multilock_t *ml, txn_t *t, int mode, int64_t deadline,
+                    int64_t czxid) {
+  zkl_client_t *c = ml->c;
+  size_t i;
+  int rc;
+  pthread_mutex_lock(&c->mu);
+  ml->failed = 0;
+  ml->running = 0;
+  if ((rc = halted(ml, -1)) != ZKL_OK) {
+    for (i = 0; i < ml->n; i++)
+      zkl__defer_delete_now(c, t->s, t->paths[i]);
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+  }
+  for (i = 0; i < ml->n; i++) {
+    struct member *me = &ml->m[i];
+    me->rc = 1;
+    me->a = NULL;
+    ml->running++;
+    rc = zkl__queue_start_member(&me->q, mode, me->shared, deadline, t->s,
+                                 t->paths[i], czxid, &t->ls[i], member_done,
+                                 me, &me->a);
+    if (rc != ZKL_OK) {
+      zkl__defer_delete_now(c, t->s, t->paths[i]);
+      me->a = NULL;
+      member_done(NULL, rc, me);
+    }
+  }
+  while (ml->running > 0)
+    pthread_cond_wait(&ml->cv, &c->mu);
+  rc = ml->failed;
+  pthread_mutex_unlock(&c->mu);
+  /* failed: every node still there goes before the call returns, as a
+   * single lock's does (one the connection keeps from us is deferred) */
+  for (i = 0; rc != ZKL_OK && i < ml->n; i++)
+    if (ml->m[i].a) {
+      zkl__queue_release(&ml->m[i].q, ml->m[i].a, 0);
+      ml->m[i].a = NULL;
+    }
+  return rc;
+}
+
+static int acquire(zkl_multilock_t *ml, int mode, int64_t deadline) {
+  zkl_client_t *c;
+  uint64_t me;
+  size_t i;
+  int rc = ZKL_OK, tries;
+  if (!ml)
+    return ZKL_EINVAL;
+  if (zkl__forked(ml->fork_gen))
+    return ZKL_EFORKED;
+  c = ml->c;
+  me = zkl__self_tid();
+  for (i = 0; mode == ZKL__BLOCK && i < ml->n; i++)
+    if (zkl__held_elsewhere(&ml->m[i].q, me))
+      return ZKL_EDEADLK;
+  pthread_mutex_lock(&c->mu);
+  if (ml->busy || ml->held)
+    rc = ZKL_EBUSY;
+  else if (c->stopping)
+    rc = ZKL_ECLOSED;
+  if (rc == ZKL_OK) {
+    ml->busy = 1;
+    for (i = 0; i < ml->n; i++)
+      ml->gen[i] = ml->m[i].q.cancel_gen;
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (rc != ZKL_OK)
+    return rc;
+  for (tries = 0; tries < AGAIN_MAX; tries++) {
+    txn_t t;
+    int64_t czxid = 0;
+    size_t k;
+    int deep = 0;
+    for (k = 0; k < ml->n; k++)
+      deep |= ml->m[k].deep;
+    memset(&t, 0, sizeof t);
+    if (zkl__cond_init(&t.cv) != ZKL_OK) {
+      rc = ZKL_ESYSTEM;
+      break;
+    }
+    rc = enqueue(ml, &t, deadline, &czxid, deep);
+    if (rc == ZKL_OK)
+      rc = wait_all(ml, &t, mode, deadline, czxid);
+    if (rc == ZKL_OK)
+      ml->token = czxid;
+    txn_done(c, &t, ml->n);
+    if (rc != ZKL__AGAIN)
+      break;
+    pthread_mutex_lock(&c->mu);
+    rc = halted(ml, mode == ZKL__TIMED ? deadline : -1);
+    pthread_mutex_unlock(&c->mu);
+    if (rc != ZKL_OK)
+      break;
+    rc = ZKL__AGAIN;
+  }
+  if (rc == ZKL__AGAIN)
+    rc = ZSESSIONEXPIRED; /* starting over kept failing */
+  pthread_mutex_lock(&c->mu);
+  ml->busy = 0;
+  if (rc == ZKL_OK) {
+    ml->held = 1;
+    /* the set's HELD: the members' came while it did not hold yet */
+    atomic_fetch_add(&ml->epoch, 1);
+    zkl__post_state(c, ml->m[0].a, atomic_load(&ml->m[0].a->state));
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (rc != ZKL_OK && rc != ZKL_EBUSY)
+    zkl__log(c, ZKL_LOG_DEBUG, "multi-lock acquire ended: %s",
+             zkl_err_name(rc));
+  return rc;
+}
+
+int zkl_multilock_lock(zkl_multilock_t *ml) {
+  return acquire(ml, ZKL__BLOCK, -1);
+}
+
+int zkl_multilock_trylock(zkl_multilock_t *ml) {
+  return acquire(ml, ZKL__TRY, -1);
+}
+
+int zkl_multilock_timedlock(zkl_multilock_t *ml, int64_t deadline_ms) {
+  return acquire(ml, ZKL__TIMED, deadline_ms < 0 ? 0 : deadline_ms);
+}
+
+/* The set's holds, kept for the caller until it gives them back with
+ * put(): ZKL_OK, ZKL_ENOTOWNER (not held), ZKL_EINVAL, ZKL_EFORKED. */
+static int holds_get(zkl_multilock_t *ml, zkl__acq_t **holds) {
+  size_t i;
+  int rc = ZKL_OK;
+  if (!ml)
+    return ZKL_EINVAL;
+  if (zkl__forked(ml->fork_gen))
+    return ZKL_EFORKED;
+  pthread_mutex_lock(&ml->c->mu);
+  if (!ml->held || ml->busy)
+    rc = ml->busy ? ZKL_EBUSY : ZKL_ENOTOWNER;
+  else
+    ml->busy = 1;
+  for (i = 0; rc == ZKL_OK && i < ml->n; i++)
+    holds[i] = ml->m[i].a;
+  pthread_mutex_unlock(&ml->c->mu);
+  return rc;
+}
+
+static int holds_put(zkl_multilock_t *ml, int rc) {
+  pthread_mutex_lock(&ml->c->mu);
+  ml->busy = 0;
+  pthread_mutex_unlock(&ml->c->mu);
+  return rc;
+}
+
+/* Releases every member; the worst verdict. */
+static int release(zkl_multilock_t *ml, zkl__acq_t **holds) {
+  size_t i;
+  int rc = ZKL_OK;
+  pthread_mutex_lock(&ml->c->mu);
+  ml->held = 0;
+  pthread_mutex_unlock(&ml->c->mu);
+  for (i = 0; i < ml->n; i++) {
+    int r = zkl__queue_release(&ml->m[i].q, holds[i], 1);
+    if (rc == ZKL_OK || (r == ZKL_EREVOKED && rc == ZKL_ELOST))
+      rc = r;
+    ml->m[i].a = NULL;
+  }
+  return rc;
+}
+
+int zkl_multilock_unlock(zkl_multilock_t *ml) {
+  zkl__acq_t *holds[ZKL_MULTILOCK_MAX];
+  int rc = holds_get(ml, holds);
+  return rc != ZKL_OK ? rc : holds_put(ml, release(ml, holds));
+}
+
+int zkl_multilock_guarded(zkl_multilock_t *ml, zkl_op_t *ops, size_t n,
+                          unsigned flags) {
+  zkl__acq_t *holds[ZKL_MULTILOCK_MAX];
+  int rc = holds_get(ml, holds);
+  if (rc != ZKL_OK)
+    return rc;
+  rc = zkl__guarded(holds, ml->n, ops, n, flags);
+  if (rc == ZKL_OK && (flags & ZKL_GUARD_RELEASE))
+    release(ml, holds); /* the nodes went with the transaction */
+  return holds_put(ml, rc);
+}
+
+int zkl_multilock_verify(zkl_multilock_t *ml) {
+  zkl__acq_t *holds[ZKL_MULTILOCK_MAX];
+  size_t i;
+  int rc = holds_get(ml, holds);
+  if (rc != ZKL_OK)
+    return rc;
+  for (i = 0; i < ml->n && rc == ZKL_OK; i++)
+    rc = zkl__queue_verify(&ml->m[i].q, holds[i]);
+  return holds_put(ml, rc);
+}
+
+int zkl_multilock_state(const zkl_multilock_t *ml) {
+  int worst = ZKL_STATE_NONE;
+  size_t i;
+  if (!ml)
+    return ZKL_STATE_NONE;
+  if (zkl__forked(ml->fork_gen))
+    return ZKL_EFORKED;
+  pthread_mutex_lock(&ml->c->mu);
+  for (i = 0; ml->held && i < ml->n; i++) {
+    int st = atomic_load(&ml->m[i].a->state);
+    if (rank(st) > rank(worst))
+      worst = st;
+  }
+  pthread_mutex_unlock(&ml->c->mu);
+  return worst;
+}
+
+int zkl_multilock_token(const zkl_multilock_t *ml, uint64_t *token) {
+  int rc = ZKL_OK;
+  if (!ml || !token)
+    return ZKL_EINVAL;
+  if (zkl__forked(ml->fork_gen))
+    return ZKL_EFORKED;
+  pthread_mutex_lock(&ml->c->mu);
+  if (ml->held)
+    *token = (uint64_t)ml->token;
+  else
+    rc = ZKL_ENOTOWNER;
+  pthread_mutex_unlock(&ml->c->mu);
+  return rc;
+}
+
+int zkl_multilock_cancel(zkl_multilock_t *ml) {
+  size_t i;
+  if (!ml)
+    return ZKL_EINVAL;
+  if (zkl__forked(ml->fork_gen))
+    return ZKL_EFORKED;
+  for (i = 0; i < ml->n; i++)
+    zkl__queue_cancel(&ml->m[i].q);
+  /* a transaction's wait for the connection looks at the generations */
+  pthread_mutex_lock(&ml->c->mu);
+  pthread_cond_broadcast(&ml->c->cv);
+  pthread_mutex_unlock(&ml->c->mu);
+  return ZKL_OK;
+}
+
+int zkl_multilock_destroy(zkl_multilock_t *ml) {
+  zkl_client_t *c;
+  int busy;
+  if (!ml)
+    return ZKL_OK;
+  if (!zkl__handle_live(ml))
+    return ZKL_EINVAL;
+  if (zkl__forked(ml->fork_gen))
+    return ZKL_EFORKED;
+  c = ml->c;
+  pthread_mutex_lock(&c->mu);
+  busy = ml->busy || ml->held;
+  pthread_mutex_unlock(&c->mu);
+  if (busy)
+    return ZKL_EBUSY;
+  if (!zkl__handle_remove(ml))
+    return ZKL_EINVAL;
+  ml_free(ml, ml->n);
+  return ZKL_OK;
+}

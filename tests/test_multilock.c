@@ -1,0 +1,404 @@
+/* test_multilock.c: several locks held as one, against a real ensemble
+ * (ZKL_TEST_SERVERS): one zxid for every node, no deadlock between callers
+ * naming the locks in opposite orders (where taking them one by one
+ * deadlocks) or with single-lock users, nothing left behind by try, timed
+ * or cancel, a member's node deleted while waiting or holding, guarded
+ * writes on the set, and one deadline for all. */
+#include <stdatomic.h>
+
+#include "admin.h"
+
+static zkl_multilock_t *multi(zkl_client_t *c, const char *a, int ma,
+                              const char *b, int mb) {
+  zkl_multilock_t *ml = NULL;
+  zkl_multilock_options_t o = {0};
+  zkl_multilock_member_t m[2];
+  m[0].name = a, m[0].mode = ma;
+  m[1].name = b, m[1].mode = mb;
+  o.root = root;
+  CHECK_RC(zkl_multilock_create(&ml, c, m, 2, &o), ZKL_OK);
+  return ml;
+}
+
+/* The czxid of the only node in root/name; 0 if not exactly one. */
+static int64_t only_czxid(const char *name) {
+  char path[256], node[512];
+  struct String_vector v;
+  struct Stat st;
+  int64_t z = 0;
+  snprintf(path, sizeof path, "%s/%s", root, name);
+  admin_sync(path);
+  if (zoo_get_children(admin, path, 0, &v) != ZOK)
+    return 0;
+  if (v.count == 1) {
+    snprintf(node, sizeof node, "%s/%s", path, v.data[0]);
+    if (zoo_exists(admin, node, 0, &st) == ZOK)
+      z = st.czxid;
+  }
+  deallocate_String_vector(&v);
+  return z;
+}
+
+/* Every node in one transaction: one zxid, the set's token. */
+static void test_one_zxid(void) {
+  zkl_client_t *c = client(10000);
+  zkl_multilock_t *ml;
+  uint64_t token = 0;
+  int64_t za, zb;
+  new_root();
+  ml = multi(c, "a", ZKL_MODE_EXCLUSIVE, "b", ZKL_MODE_EXCLUSIVE);
+  CHECK_RC(zkl_multilock_lock(ml), ZKL_OK);
+  CHECK_INT(zkl_multilock_state(ml), ==, ZKL_STATE_HELD);
+  CHECK_RC(zkl_multilock_token(ml, &token), ZKL_OK);
+  za = only_czxid("a");
+  zb = only_czxid("b");
+  CHECK(za != 0);
+  CHECK_INT(za, ==, zb);
+  CHECK_INT((int64_t)token, ==, za);
+  CHECK_RC(zkl_multilock_lock(ml), ZKL_EBUSY); /* not reentrant */
+  CHECK_RC(zkl_multilock_verify(ml), ZKL_OK);
+  CHECK_RC(zkl_multilock_unlock(ml), ZKL_OK);
+  CHECK_RC(zkl_multilock_unlock(ml), ZKL_ENOTOWNER);
+  CHECK_INT(queue_count("a"), ==, 0);
+  CHECK_INT(queue_count("b"), ==, 0);
+  CHECK_INT(zkl_multilock_state(ml), ==, ZKL_STATE_NONE);
+  CHECK_RC(zkl_multilock_destroy(ml), ZKL_OK);
+  zkl_client_destroy(c);
+}
+
+/* Taking two locks one by one in opposite orders deadlocks (each thread
+ * holds one and waits for the other: only the deadline ends it); as one
+ * multi-lock each, the same two callers both get through. */
+struct pair {
+  zkl_client_t *c;
+  const char *first, *second;
+  pthread_barrier_t *bar;
+  int rc;
+};
+
+static void *one_by_one(void *arg) {
+  struct pair *p = arg;
+  zkl_mutex_t *m1 = mutex(p->c, p->first), *m2 = mutex(p->c, p->second);
+  CHECK_RC(zkl_mutex_lock(m1), ZKL_OK);
+  pthread_barrier_wait(p->bar); /* both hold their first lock */
+  p->rc = zkl_mutex_timedlock(m2, zkl_now_ms() + 1500);
+  if (p->rc == ZKL_OK)
+    zkl_mutex_unlock(m2);
+  zkl_mutex_unlock(m1);
+  zkl_mutex_destroy(m1);
+  zkl_mutex_destroy(m2);
+  return NULL;
+}
+
+static void *as_one(void *arg) {
+  struct pair *p = arg;
+  zkl_multilock_t *ml = multi(p->c, p->first, ZKL_MODE_EXCLUSIVE, p->second,
+                              ZKL_MODE_EXCLUSIVE);
+  pthread_barrier_wait(p->bar);
+  p->rc = zkl_multilock_timedlock(ml, zkl_now_ms() + 10000);
+  if (p->rc == ZKL_OK) {
+    usleep(50 * 1000);
+    zkl_multilock_unlock(ml);
+  }
+  zkl_multilock_destroy(ml);
+  return NULL;
+}
+
+static void opposite(void *(*fn)(void *), int *rc1, int *rc2) {
+  zkl_client_t *c1 = client(10000), *c2 = client(10000);
+  pthread_barrier_t bar;
+  struct pair p1 = {c1, "x", "y", &bar, -1}, p2 = {c2, "y", "x", &bar, -1};
+  pthread_t t1, t2;
+  pthread_barrier_init(&bar, NULL, 2);
+  pthread_create(&t1, NULL, fn, &p1);
+  pthread_create(&t2, NULL, fn, &p2);
+  pthread_join(t1, NULL);
+  pthread_join(t2, NULL);
+  pthread_barrier_destroy(&bar);
+  *rc1 = p1.rc;
+  *rc2 = p2.rc;
+  zkl_client_destroy(c1);
+  zkl_client_destroy(c2);
+}
+
+static void test_opposite_orders(void) {
+  int a, b;
+  new_root();
+  opposite(one_by_one, &a, &b);
+  /* the control: the deadlock is real (it can fail) */
+  CHECK_RC(a, ZKL_ETIMEDOUT);
+  CHECK_RC(b, ZKL_ETIMEDOUT);
+  new_root();
+  opposite(as_one, &a, &b);
+  CHECK_RC(a, ZKL_OK);
+  CHECK_RC(b, ZKL_OK);
+  CHECK_INT(queue_count("x") + queue_count("y"), ==, 0);
+}
+
+/* Loops: {p, q} and {q, p} as multi-locks, and a single-lock user of each,
+ * all at once; a count per lock checks exclusion, and every loop ends. */
+struct looper {
+  zkl_client_t *c;
+  const char *a, *b; /* b NULL: a single lock */
+  int n, done, overlaps;
+  _Atomic int *in_a, *in_b;
+};
+
+static void *loop_thread(void *arg) {
+  struct looper *l = arg;
+  zkl_multilock_t *ml = NULL;
+  zkl_mutex_t *m = NULL;
+  int i;
+  if (l->b)
+    ml = multi(l->c, l->a, ZKL_MODE_EXCLUSIVE, l->b, ZKL_MODE_EXCLUSIVE);
+  else
+    m = mutex(l->c, l->a);
+  for (i = 0; i < l->n; i++) {
+    int rc = ml ? zkl_multilock_timedlock(ml, zkl_now_ms() + 30000)
+                : zkl_mutex_timedlock(m, zkl_now_ms() + 30000);
+    if (rc != ZKL_OK) {
+      CHECK_RC(rc, ZKL_OK);
+      break;
+    }
+    if (atomic_fetch_add(l->in_a, 1) != 0)
+      l->overlaps++;
+    if (l->in_b && atomic_fetch_add(l->in_b, 1) != 0)
+      l->overlaps++;
+    usleep(2000);
+    atomic_fetch_sub(l->in_a, 1);
+    if (l->in_b)
+      atomic_fetch_sub(l->in_b, 1);
+    CHECK_RC(ml ? zkl_multilock_unlock(ml) : zkl_mutex_unlock(m), ZKL_OK);
+    l->done++;
+  }
+  zkl_multilock_destroy(ml);
+  zkl_mutex_destroy(m);
+  return NULL;
+}
+
+static void test_loops_mixed(void) {
+  _Atomic int in_p = 0, in_q = 0;
+  zkl_client_t *c[4];
+  struct looper l[4] = {
+      {NULL, "p", "q", 30, 0, 0, &in_p, &in_q},
+      {NULL, "q", "p", 30, 0, 0, &in_q, &in_p},
+      {NULL, "p", NULL, 30, 0, 0, &in_p, NULL},
+      {NULL, "q", NULL, 30, 0, 0, &in_q, NULL}};
+  pthread_t t[4];
+  int i;
+  new_root();
+  for (i = 0; i < 4; i++) {
+    c[i] = client(10000);
+    l[i].c = c[i];
+    pthread_create(&t[i], NULL, loop_thread, &l[i]);
+  }
+  for (i = 0; i < 4; i++) {
+    pthread_join(t[i], NULL);
+    CHECK_INT(l[i].done, ==, 30);
+    CHECK_INT(l[i].overlaps, ==, 0);
+    zkl_client_destroy(c[i]);
+  }
+  CHECK_INT(queue_count("p") + queue_count("q"), ==, 0);
+}
+
+struct blocker {
+  zkl_multilock_t *ml;
+  int rc;
+};
+
+static void *block_thread(void *arg) {
+  struct blocker *b = arg;
+  b->rc = zkl_multilock_lock(b->ml);
+  if (b->rc == ZKL_OK)
+    zkl_multilock_unlock(b->ml);
+  return NULL;
+}
+
+/* A held member: try is busy, a deadline passes (one for the whole set,
+ * with 5 members held), a cancel wakes a blocked acquire; nothing is left
+ * in any queue. */
+static void test_try_timed_cancel(void) {
+  zkl_client_t *c = client(10000), *h = client(10000);
+  zkl_mutex_t *held[5];
+  zkl_multilock_member_t mm[6];
+  zkl_multilock_options_t o = {0};
+  zkl_multilock_t *ml, *five = NULL;
+  struct blocker b = {0, 0};
+  char names[6][8];
+  pthread_t t;
+  int64_t t0, took;
+  int i;
+  new_root();
+  ml = multi(c, "free", ZKL_MODE_EXCLUSIVE, "m0", ZKL_MODE_EXCLUSIVE);
+  for (i = 0; i < 5; i++) {
+    snprintf(names[i], sizeof names[i], "m%d", i);
+    held[i] = mutex(h, names[i]);
+    CHECK_RC(zkl_mutex_lock(held[i]), ZKL_OK);
+  }
+  CHECK_RC(zkl_multilock_trylock(ml), ZKL_EBUSY);
+  CHECK_INT(queue_count("free"), ==, 0);
+  CHECK_INT(queue_count("m0"), ==, 1);
+  t0 = zkl_now_ms();
+  CHECK_RC(zkl_multilock_timedlock(ml, t0 + 700), ZKL_ETIMEDOUT);
+  took = zkl_now_ms() - t0;
+  CHECK_INT(took, >=, 700);
+  CHECK_INT(took, <, 3000);
+  WAIT_FOR(queue_count("free") == 0 && queue_count("m0") == 1, 3000);
+  CHECK_INT(queue_count("free"), ==, 0);
+  CHECK_INT(queue_count("m0"), ==, 1);
+  b.ml = ml;
+  pthread_create(&t, NULL, block_thread, &b);
+  QUEUED("m0", 2);
+  CHECK_RC(zkl_multilock_cancel(ml), ZKL_OK);
+  pthread_join(t, NULL);
+  CHECK_RC(b.rc, ZKL_ECANCELED);
+  WAIT_FOR(queue_count("free") == 0 && queue_count("m0") == 1, 3000);
+  CHECK_INT(queue_count("free"), ==, 0);
+  CHECK_INT(queue_count("m0"), ==, 1);
+  /* five members, all held: the deadline is the set's, not each one's */
+  for (i = 0; i < 5; i++)
+    mm[i].name = names[i], mm[i].mode = ZKL_MODE_EXCLUSIVE;
+  o.root = root;
+  CHECK_RC(zkl_multilock_create(&five, c, mm, 5, &o), ZKL_OK);
+  t0 = zkl_now_ms();
+  CHECK_RC(zkl_multilock_timedlock(five, t0 + 1000), ZKL_ETIMEDOUT);
+  took = zkl_now_ms() - t0;
+  CHECK_INT(took, >=, 1000);
+  CHECK_INT(took, <, 3500);
+  for (i = 0; i < 5; i++) {
+    WAIT_FOR(queue_count(names[i]) == 1, 3000);
+    CHECK_INT(queue_count(names[i]), ==, 1);
+    zkl_mutex_unlock(held[i]);
+    zkl_mutex_destroy(held[i]);
+  }
+  /* bad input */
+  mm[5] = mm[4];
+  CHECK_RC(zkl_multilock_create(&five, c, mm, 0, &o), ZKL_EINVAL);
+  CHECK_RC(zkl_multilock_create(&five, c, mm + 4, 2, &o), ZKL_EINVAL);
+  mm[1].mode = 7;
+  CHECK_RC(zkl_multilock_create(&five, c, mm, 2, &o), ZKL_EINVAL);
+  CHECK_RC(zkl_multilock_destroy(ml), ZKL_OK);
+  zkl_client_destroy(c);
+  zkl_client_destroy(h);
+}
+
+/* A reader member shares with readers and excludes a writer. */
+static void test_shared_member(void) {
+  zkl_client_t *c = client(10000), *o = client(10000);
+  zkl_multilock_t *ml;
+  zkl_rwlock_t *rw = NULL;
+  zkl_rwlock_options_t ro = {0};
+  new_root();
+  ro.root = root;
+  ml = multi(c, "r", ZKL_MODE_SHARED, "w", ZKL_MODE_EXCLUSIVE);
+  CHECK_RC(zkl_rwlock_create(&rw, o, "r", &ro), ZKL_OK);
+  CHECK_RC(zkl_rwlock_rdlock(rw), ZKL_OK);
+  CHECK_RC(zkl_multilock_trylock(ml), ZKL_OK);
+  CHECK_RC(zkl_rwlock_rdunlock(rw), ZKL_OK);
+  CHECK_RC(zkl_rwlock_trywrlock(rw), ZKL_EBUSY);
+  CHECK_RC(zkl_multilock_unlock(ml), ZKL_OK);
+  CHECK_RC(zkl_rwlock_trywrlock(rw), ZKL_OK);
+  CHECK_RC(zkl_multilock_trylock(ml), ZKL_EBUSY);
+  CHECK_RC(zkl_rwlock_wrunlock(rw), ZKL_OK);
+  zkl_rwlock_destroy(rw);
+  zkl_multilock_destroy(ml);
+  zkl_client_destroy(c);
+  zkl_client_destroy(o);
+}
+
+/* The node of one member, as the admin sees it. */
+static int member_node(const char *name, char *out, size_t size) {
+  char path[256];
+  struct String_vector v;
+  int rc, i, found = 0;
+  snprintf(path, sizeof path, "%s/%s", root, name);
+  admin_sync(path);
+  if ((rc = zoo_get_children(admin, path, 0, &v)) != ZOK)
+    return 0;
+  for (i = 0; i < v.count && !found; i++)
+    if (strstr(v.data[i], "-lock-")) {
+      snprintf(out, size, "%s/%s", path, v.data[i]);
+      found = 1;
+    }
+  deallocate_String_vector(&v);
+  return found;
+}
+
+/* A member's node deleted by someone while the set waits: the acquire
+ * ends with ZKL_EREVOKED and the other member's node goes too; while it
+ * holds: the set is LOST, its guarded write refused, its unlock ELOST. */
+static void test_member_deleted(void) {
+  zkl_client_t *c = client(10000), *h = client(10000);
+  zkl_multilock_t *ml;
+  zkl_mutex_t *hy;
+  struct blocker b = {0, 0};
+  char node[512], state[192];
+  zkl_op_t op = {0};
+  pthread_t t;
+  new_root();
+  ml = multi(c, "dx", ZKL_MODE_EXCLUSIVE, "dy", ZKL_MODE_EXCLUSIVE);
+  hy = mutex(h, "dy");
+  CHECK_RC(zkl_mutex_lock(hy), ZKL_OK);
+  b.ml = ml;
+  pthread_create(&t, NULL, block_thread, &b);
+  QUEUED("dy", 2);
+  {
+    /* the set's node in dy: the one that is not the holder's */
+    char hold[512];
+    struct String_vector v;
+    char path[256];
+    int i;
+    CHECK_RC(zkl_mutex_node_path(hy, hold, sizeof hold), ZKL_OK);
+    snprintf(path, sizeof path, "%s/dy", root);
+    if (zoo_get_children(admin, path, 0, &v) == ZOK) {
+      for (i = 0; i < v.count; i++) {
+        snprintf(node, sizeof node, "%s/%s", path, v.data[i]);
+        if (strcmp(node, hold) != 0)
+          CHECK_INT(zoo_delete(admin, node, -1), ==, ZOK);
+      }
+      deallocate_String_vector(&v);
+    }
+  }
+  pthread_join(t, NULL);
+  CHECK_RC(b.rc, ZKL_EREVOKED);
+  WAIT_FOR(queue_count("dx") == 0, 3000);
+  CHECK_INT(queue_count("dx"), ==, 0);
+  CHECK_INT(queue_count("dy"), ==, 1);
+  CHECK_RC(zkl_mutex_unlock(hy), ZKL_OK);
+  /* holding */
+  snprintf(state, sizeof state, "%s/state", root);
+  CHECK_RC(zkl_multilock_lock(ml), ZKL_OK);
+  op.type = ZKL_OP_CREATE;
+  op.path = state;
+  CHECK_RC(zkl_multilock_guarded(ml, &op, 1, 0), ZKL_OK);
+  op.type = ZKL_OP_SET;
+  op.version = -1;
+  CHECK(member_node("dx", node, sizeof node));
+  CHECK_INT(zoo_delete(admin, node, -1), ==, ZOK);
+  CHECK_RC(zkl_multilock_guarded(ml, &op, 1, 0), ZKL_ELOST);
+  CHECK_INT(zkl_multilock_state(ml), ==, ZKL_STATE_LOST);
+  CHECK_RC(zkl_multilock_unlock(ml), ZKL_ELOST);
+  CHECK_INT(queue_count("dy"), ==, 0);
+  /* commit and release the set */
+  CHECK_RC(zkl_multilock_lock(ml), ZKL_OK);
+  CHECK_RC(zkl_multilock_guarded(ml, &op, 1, ZKL_GUARD_RELEASE), ZKL_OK);
+  CHECK_RC(zkl_multilock_unlock(ml), ZKL_ENOTOWNER);
+  CHECK_INT(queue_count("dx") + queue_count("dy"), ==, 0);
+  zkl_mutex_destroy(hy);
+  zkl_multilock_destroy(ml);
+  zkl_client_destroy(c);
+  zkl_client_destroy(h);
+}
+
+int main(void) {
+  root_tag = "zklmulti";
+  admin_open();
+  RUN(test_one_zxid);
+  RUN(test_opposite_orders);
+  RUN(test_loops_mixed);
+  RUN(test_try_timed_cancel);
+  RUN(test_shared_member);
+  RUN(test_member_deleted);
+  admin_close();
+  return CHECK_DONE();
+}
