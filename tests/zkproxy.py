@@ -14,6 +14,7 @@ Control, by creating a file in STATE_DIR (the proxy removes it when done):
                      can reach it; if the file says "stall", create
                      STATE_DIR/stall at the cut
   cut-after-delete   the same for the next delete request
+  cut-after-multi    the same for the next transaction (a multi-lock's)
   cut-now            close every proxied connection at once
   delay              (kept while present) "MEAN_MS JITTER_MS STALL_PERMILLE
                      STALL_MS": hold every chunk, in both directions, MEAN_MS
@@ -41,7 +42,7 @@ import struct
 import sys
 import threading
 
-OP_CREATE, OP_DELETE, OP_CREATE2 = 1, 2, 15
+OP_CREATE, OP_DELETE, OP_MULTI, OP_CREATE2 = 1, 2, 14, 15
 OP_PING, PING_XID = 11, -2
 # reply header: xid, zxid (0: the client keeps its last zxid), err
 PING_REPLY = struct.pack(">iiqi", 16, PING_XID, 0, 0)
@@ -141,6 +142,8 @@ def client_to_server(c, s, held, cutting):
                 cut = take("cut-after-create")
             elif not first and op == OP_DELETE:
                 cut = take("cut-after-delete")
+            elif not first and op == OP_MULTI:
+                cut = take("cut-after-multi")
             if cut is not None:
                 cutting.set()  # no reply of the server's reaches the client now
             s.sendall(head + body)
