@@ -208,8 +208,11 @@ def main():
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     ls.bind(("127.0.0.1", listen_port))  # 0: any free port
     ls.listen(64)
-    with open(os.path.join(state, "port"), "w") as f:
+    # written whole, then renamed: a reader that sees the file sees the
+    # number (tests/chaos.py once read it empty)
+    with open(os.path.join(state, "port.tmp"), "w") as f:
         f.write("%d\n" % ls.getsockname()[1])
+    os.rename(os.path.join(state, "port.tmp"), os.path.join(state, "port"))
     with open(os.path.join(state, "pid"), "w") as f:
         f.write("%d\n" % os.getpid())
     threading.Thread(target=watch_cut_now, daemon=True).start()
