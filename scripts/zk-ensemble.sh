@@ -493,7 +493,11 @@ cmd_start() {
   deadline=$((SECONDS + START_TIMEOUT))
   until ensemble_ready; do
     for k in "${!IDS[@]}"; do
-      if ! is_alive "${IDS[$k]}" "${PIDS[$k]}"; then
+      # Looked at twice: while bash execs java the process's cmdline can
+      # read empty for an instant (a CI run failed on a node that was fine
+      # and had not logged a line yet).
+      if ! is_alive "${IDS[$k]}" "${PIDS[$k]}" &&
+        { sleep 0.5; ! is_alive "${IDS[$k]}" "${PIDS[$k]}"; }; then
         fail_start "node ${IDS[$k]} (pid ${PIDS[$k]}) exited during start-up"
       fi
     done
