@@ -241,30 +241,32 @@ int zkl_hold_token(const zkl_hold_t *h, uint64_t *token) {
   return a ? ZKL_OK : ZKL_ENOTOWNER;
 }
 
-int zkl_hold_verify(zkl_hold_t *h) {
+/* The granted acquisition of h for a call that reads or writes under it,
+ * or NULL with *rc set. Only a release frees it, and the caller does not
+ * release meanwhile. */
+static zkl__acq_t *granted_unlocked(zkl_hold_t *h, int *rc) {
   zkl__acq_t *a;
-  int rc;
-  zkl_client_t *c = lock_hold(h, &rc);
+  zkl_client_t *c = lock_hold(h, rc);
   if (!c)
-    return rc;
+    return NULL;
   a = granted(h);
   pthread_mutex_unlock(&c->mu);
-  /* only a release frees a, and the caller does not release meanwhile */
-  return a ? zkl__queue_verify(h->q, a) : ZKL_ENOTOWNER;
+  *rc = a ? ZKL_OK : ZKL_ENOTOWNER;
+  return a;
+}
+
+int zkl_hold_verify(zkl_hold_t *h) {
+  int rc;
+  zkl__acq_t *a = granted_unlocked(h, &rc);
+  return a ? zkl__queue_verify(h->q, a) : rc;
 }
 
 int zkl_hold_guarded(zkl_hold_t *h, zkl_op_t *ops, size_t n,
                      unsigned flags) {
-  zkl__acq_t *a;
   int rc;
-  zkl_client_t *c = lock_hold(h, &rc);
-  if (!c)
-    return rc;
-  a = granted(h);
-  pthread_mutex_unlock(&c->mu);
+  zkl__acq_t *a = granted_unlocked(h, &rc);
   if (!a)
-    return ZKL_ENOTOWNER;
-  /* only a release frees a, and the caller does not release meanwhile */
+    return rc;
   rc = zkl__guarded(&a, 1, ops, n, flags);
   if (rc == ZKL_OK && (flags & ZKL_GUARD_RELEASE))
     zkl_hold_release(h); /* the node went with the transaction */
