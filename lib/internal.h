@@ -135,6 +135,12 @@ typedef struct zkl__session {
   int auth_done; /* the ensemble accepted our credentials */
   int64_t id;
   struct zkl__session *next_dead;
+  /* group commit (batch.c), under bmu: writes that wait for the
+   * transaction in flight, and how many transactions are out */
+  pthread_mutex_t bmu;
+  struct zkl__batch *queued;
+  int inflight;
+  struct rd *refused; /* listings the client refused, answered by batch.c */
 } zkl__session_t;
 
 typedef struct zkl__acq zkl__acq_t;
@@ -448,6 +454,7 @@ struct zkl__call {
   char *data;               /* get */
   int data_len;
   int *left;                /* batch: calls not yet done (see call_batch) */
+  struct zkl__bop *bop;     /* a write group commit holds back (batch.c) */
 };
 
 /* A call is waited for on cv (zkl__call_init, then zkl__call_wait) or
@@ -489,6 +496,39 @@ ZKL__HIDDEN int zkl__sync(zkl__call_t *call, zkl__session_t *s,
  * results[0..n) must live until the call is done. */
 ZKL__HIDDEN int zkl__multi(zkl__call_t *call, zkl__session_t *s, int n,
                            const zoo_op_t *ops, zoo_op_result_t *results);
+/* A listing of `path` that must see the node `create` (issued just before
+ * on the same session, not yet answered) makes: it leaves right behind
+ * the transaction that carries the create, and is asked again if that
+ * transaction fails for a neighbour's sake. */
+ZKL__HIDDEN int zkl__children_after(zkl__call_t *call, zkl__session_t *s,
+                                    const char *path, zkl__call_t *create);
+
+/* ---- group commit (batch.c) ----------------------------------------------
+ * The creates of lock nodes and every delete go through here: sent at once
+ * when no write of the session is out, otherwise held back and sent, with
+ * all the others that arrive meanwhile, as one zoo_amulti when the
+ * transaction in flight is answered. Reads are never held back, except a
+ * listing that must follow its create (zkl__children_after). */
+ZKL__HIDDEN int zkl__batch_create(zkl__call_t *call, zkl__session_t *s,
+                                  const char *path, const char *data,
+                                  int len, int flags);
+ZKL__HIDDEN int zkl__batch_delete(zkl__call_t *call, zkl__session_t *s,
+                                  const char *path);
+ZKL__HIDDEN int zkl__batch_list(zkl__call_t *call, zkl__session_t *s,
+                                const char *path, zkl__call_t *create);
+ZKL__HIDDEN void zkl__batch_init(zkl__session_t *s);
+ZKL__HIDDEN void zkl__batch_fini(zkl__session_t *s);
+/* One transaction of s answered: send what waited for it. Tests call it
+ * after taking a transaction slot themselves (s->inflight++) to make a
+ * batch of what they issue meanwhile. */
+ZKL__HIDDEN void zkl__batch_done(zkl__session_t *s);
+/* zkcall.c's completions, which batch.c reuses for the answers it gets */
+ZKL__HIDDEN void zkl__on_create(int rc, const char *value,
+                                const struct Stat *stat, const void *data);
+ZKL__HIDDEN void zkl__on_children(int rc, const struct String_vector *v,
+                                  const struct Stat *stat, const void *data);
+ZKL__HIDDEN void zkl__on_void(int rc, const void *data);
+ZKL__HIDDEN void zkl__call_finish(zkl__call_t *call, int rc);
 /* Makes calls[0..n) (initialised, not yet issued) one batch: the waiter
  * is woken once, when the last of them is done, not once per reply. */
 ZKL__HIDDEN void zkl__call_batch(zkl__call_t **calls, int n, int *left);

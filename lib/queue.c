@@ -484,7 +484,7 @@ static void step_join(zkl__acq_t *a) {
   sent(a, &r->cr,
        zkl__create(&r->cr, r->s, full, data, (int)len,
                    ZOO_EPHEMERAL_SEQUENTIAL));
-  sent(a, &r->ls, zkl__children(&r->ls, r->s, q->dir));
+  sent(a, &r->ls, zkl__children_after(&r->ls, r->s, q->dir, &r->cr));
   free(full);
   free(data);
   r->next = step_joined;

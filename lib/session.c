@@ -171,10 +171,12 @@ int zkl__new_session(zkl_client_t *c) {
     return -1;
   s->c = c;
   s->refs = 1;
+  zkl__batch_init(s);
   s->zstate = ZOO_CONNECTING_STATE;
   s->zh = zookeeper_init2(c->hosts, session_watcher, c->timeout_req, NULL, s,
                           0, zk_log_sink);
   if (!s->zh) {
+    zkl__batch_fini(s);
     free(s);
     return -1;
   }
@@ -189,6 +191,7 @@ int zkl__new_session(zkl_client_t *c) {
       zoo_add_auth(s->zh, c->auth_scheme, c->auth, (int)strlen(c->auth),
                    on_auth, s) != ZOK) {
     zookeeper_close(s->zh);
+    zkl__batch_fini(s);
     free(s);
     return -1;
   }
@@ -247,5 +250,6 @@ void zkl__close_dead(zkl_client_t *c) {
   pthread_mutex_unlock(&c->mu);
   zookeeper_close(s->zh); /* flushes its completions with ZCLOSING */
   pthread_mutex_lock(&c->mu);
+  zkl__batch_fini(s);
   free(s);
 }

@@ -50,7 +50,7 @@ void zkl__call_free(zkl__call_t *call) {
 /* Under c->mu: publish the result and wake the waiter, or run the call's
  * function. After this the call may be freed: by the waiter as soon as
  * c->mu is released, by the function at once. */
-static void finish(zkl__call_t *call, int rc) {
+void zkl__call_finish(zkl__call_t *call, int rc) {
   call->rc = rc;
   call->done = 1;
   if (call->fn)
@@ -74,13 +74,13 @@ static int issued(zkl__call_t *call, int rc) {
   atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
   if (rc != ZOK && !call->fn) {
     pthread_mutex_lock(&c->mu);
-    finish(call, rc);
+    zkl__call_finish(call, rc);
     pthread_mutex_unlock(&c->mu);
   }
   return rc;
 }
 
-static void on_create(int rc, const char *value, const struct Stat *stat,
+void zkl__on_create(int rc, const char *value, const struct Stat *stat,
                       const void *data) {
   zkl__call_t *call = (zkl__call_t *)data;
   zkl_client_t *c = call->c;
@@ -95,11 +95,11 @@ static void on_create(int rc, const char *value, const struct Stat *stat,
     if (!call->path)
       rc = ZKL_ENOMEM;
   }
-  finish(call, rc);
+  zkl__call_finish(call, rc);
   pthread_mutex_unlock(&c->mu);
 }
 
-static void on_children(int rc, const struct String_vector *v,
+void zkl__on_children(int rc, const struct String_vector *v,
                         const struct Stat *stat, const void *data) {
   zkl__call_t *call = (zkl__call_t *)data;
   zkl_client_t *c = call->c;
@@ -118,7 +118,7 @@ static void on_children(int rc, const struct String_vector *v,
         rc = ZKL_ENOMEM;
     }
   }
-  finish(call, rc);
+  zkl__call_finish(call, rc);
   pthread_mutex_unlock(&c->mu);
 }
 
@@ -142,7 +142,7 @@ static void on_data(int rc, const char *value, int len,
       call->data_len = len;
     }
   }
-  finish(call, rc);
+  zkl__call_finish(call, rc);
   pthread_mutex_unlock(&c->mu);
 }
 
@@ -154,31 +154,39 @@ static void on_stat(int rc, const struct Stat *stat, const void *data) {
     rc = ZCONNECTIONLOSS;
   if (rc == ZOK && stat)
     call->stat = *stat;
-  finish(call, rc);
+  zkl__call_finish(call, rc);
   pthread_mutex_unlock(&c->mu);
 }
 
-static void on_void(int rc, const void *data) {
+void zkl__on_void(int rc, const void *data) {
   zkl__call_t *call = (zkl__call_t *)data;
   zkl_client_t *c = call->c;
   pthread_mutex_lock(&c->mu);
-  finish(call, rc);
+  zkl__call_finish(call, rc);
   pthread_mutex_unlock(&c->mu);
 }
 
 static void on_sync(int rc, const char *value, const void *data) {
   (void)value;
-  on_void(rc, data);
+  zkl__on_void(rc, data);
 }
 
 int zkl__create(zkl__call_t *call, zkl__session_t *s, const char *path,
                 const char *data, int len, int flags) {
+  if (!(flags & ZOO_CONTAINER)) /* see batch.c */
+    return issued(call, zkl__batch_create(call, s, path, data, len, flags));
   return issued(call, zoo_acreate2(s->zh, path, data, len, call->c->acl,
-                                   flags, on_create, call));
+                                   flags, zkl__on_create, call));
 }
 
 int zkl__children(zkl__call_t *call, zkl__session_t *s, const char *path) {
-  return issued(call, zoo_aget_children2(s->zh, path, 0, on_children, call));
+  return issued(call,
+                zoo_aget_children2(s->zh, path, 0, zkl__on_children, call));
+}
+
+int zkl__children_after(zkl__call_t *call, zkl__session_t *s,
+                        const char *path, zkl__call_t *create) {
+  return issued(call, zkl__batch_list(call, s, path, create));
 }
 
 int zkl__get(zkl__call_t *call, zkl__session_t *s, const char *path,
@@ -201,7 +209,7 @@ int zkl__exists_watch(zkl__call_t *call, zkl__session_t *s,
 }
 
 int zkl__delete(zkl__call_t *call, zkl__session_t *s, const char *path) {
-  return issued(call, zoo_adelete(s->zh, path, -1, on_void, call));
+  return issued(call, zkl__batch_delete(call, s, path));
 }
 
 int zkl__set(zkl__call_t *call, zkl__session_t *s, const char *path,
@@ -229,7 +237,7 @@ int zkl__sync(zkl__call_t *call, zkl__session_t *s, const char *path) {
 
 int zkl__multi(zkl__call_t *call, zkl__session_t *s, int n,
                const zoo_op_t *ops, zoo_op_result_t *results) {
-  return issued(call, zoo_amulti(s->zh, n, ops, results, on_void, call));
+  return issued(call, zoo_amulti(s->zh, n, ops, results, zkl__on_void, call));
 }
 
 void zkl__call_wait(zkl__call_t **calls, int n) {

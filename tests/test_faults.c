@@ -316,6 +316,92 @@ static void test_multilock_read_lost(void) {
   zkl_client_destroy(c);
 }
 
+/* Group commit (batch.c): one op of a transaction fails, and its
+ * neighbours must not. The test takes the session's transaction slot
+ * itself, so that everything issued meanwhile leaves as one zoo_amulti
+ * when it hands the slot back: two creates, each with its listing behind
+ * it, a delete of a node that is not there, and a delete of one that is.
+ * The missing one gets ZNONODE; the others are applied once, and the
+ * listings, asked again behind the transaction that carried their create
+ * at last, show it. */
+static void test_batch_failed_neighbour(void) {
+  zkl_client_t *c = client(10000);
+  zkl_mutex_t *m;
+  zkl__session_t *s;
+  zkl__call_t cr[2], ls[2], gone, del, *all[6];
+  pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+  char dir[256], victim[300], missing[300], node[300];
+  int i, j, found, left;
+  new_root();
+  m = mutex(c, "batch");
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK); /* connected; the directory made */
+  snprintf(dir, sizeof dir, "%s/batch", root);
+  snprintf(victim, sizeof victim, "%s/victim", dir);
+  snprintf(missing, sizeof missing, "%s/missing", dir);
+  snprintf(node, sizeof node, "%s/n-", dir);
+  CHECK_INT(zoo_create(admin, victim, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0,
+                       NULL, 0),
+            ==, ZOK);
+  pthread_mutex_lock(&c->mu);
+  s = c->sess;
+  s->refs++;
+  pthread_mutex_unlock(&c->mu);
+  pthread_mutex_lock(&s->bmu);
+  s->inflight++; /* as if a transaction were out */
+  pthread_mutex_unlock(&s->bmu);
+  for (i = 0; i < 2; i++) {
+    zkl__call_init(&cr[i], c, &cv);
+    zkl__call_init(&ls[i], c, &cv);
+  }
+  zkl__call_init(&gone, c, &cv);
+  zkl__call_init(&del, c, &cv);
+  all[0] = &cr[0], all[1] = &ls[0], all[2] = &gone, all[3] = &cr[1];
+  all[4] = &ls[1], all[5] = &del;
+  zkl__call_batch(all, 6, &left);
+  CHECK_INT(zkl__create(&cr[0], s, node, NULL, -1, ZOO_EPHEMERAL_SEQUENTIAL),
+            ==, ZOK);
+  CHECK_INT(zkl__children_after(&ls[0], s, dir, &cr[0]), ==, ZOK);
+  CHECK_INT(zkl__delete(&gone, s, missing), ==, ZOK);
+  CHECK_INT(zkl__create(&cr[1], s, node, NULL, -1, ZOO_EPHEMERAL_SEQUENTIAL),
+            ==, ZOK);
+  CHECK_INT(zkl__children_after(&ls[1], s, dir, &cr[1]), ==, ZOK);
+  CHECK_INT(zkl__delete(&del, s, victim), ==, ZOK);
+  pthread_mutex_lock(&s->bmu);
+  CHECK_INT(s->queued ? 1 : 0, ==, 1); /* held back, all of them */
+  pthread_mutex_unlock(&s->bmu);
+  zkl__batch_done(s);
+  pthread_mutex_lock(&c->mu);
+  zkl__call_wait(all, 6);
+  pthread_mutex_unlock(&c->mu);
+  CHECK_INT(gone.rc, ==, ZNONODE);
+  CHECK_INT(del.rc, ==, ZOK);
+  CHECK_INT(zoo_exists(admin, victim, 0, NULL), ==, ZNONODE);
+  for (i = 0; i < 2; i++) {
+    struct Stat st;
+    CHECK_INT(cr[i].rc, ==, ZOK);
+    CHECK_INT(ls[i].rc, ==, ZOK);
+    if (cr[i].rc != ZOK || ls[i].rc != ZOK)
+      continue;
+    admin_sync(cr[i].path);
+    CHECK_INT(zoo_exists(admin, cr[i].path, 0, &st), ==, ZOK);
+    CHECK(st.czxid == cr[i].stat.czxid); /* the token the owner keeps */
+    for (j = 0, found = 0; j < ls[i].kids.count; j++)
+      found += strcmp(ls[i].kids.data[j], strrchr(cr[i].path, '/') + 1) == 0;
+    CHECK_INT(found, ==, 1); /* its listing saw it */
+  }
+  CHECK_INT(queue_count("batch"), ==, 3); /* the lock's node and two, once */
+  pthread_mutex_lock(&c->mu);
+  for (i = 0; i < 2; i++) {
+    zkl__call_free(&cr[i]);
+    zkl__call_free(&ls[i]);
+  }
+  zkl__session_put(c, s);
+  pthread_mutex_unlock(&c->mu);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  zkl_mutex_destroy(m);
+  zkl_client_destroy(c);
+}
+
 int main(void) {
   root_tag = "zklfaults";
   admin_open();
@@ -325,6 +411,7 @@ int main(void) {
   RUN(test_async_through_expiry);
   RUN(test_multilock_through_expiry);
   RUN(test_multilock_read_lost);
+  RUN(test_batch_failed_neighbour);
   admin_close();
   return CHECK_DONE();
 }

@@ -1,0 +1,535 @@
+/* batch.c: group commit of a session's writes.
+ *
+ * An ensemble commits a bounded number of transactions per second, and a
+ * zoo_amulti of many operations is one transaction. So the creates of lock
+ * nodes and the deletes of every thread of a client are sent alone while
+ * none is out, and held back while one is: when the transaction in flight
+ * is answered, everything held back leaves as one zoo_amulti. A lone
+ * caller waits no longer than before; a busy client commits many nodes
+ * per transaction.
+ *
+ * What it keeps:
+ * - Order. Requests of one session reach the server in the order sent. A
+ *   held-back write is concurrent with every request issued meanwhile by
+ *   others, which nobody has seen answered, so sending it later is one of
+ *   the orders the server could have seen anyway. What one caller sends
+ *   in a row keeps its order: reads it sends before a write leave first;
+ *   a listing that must see its create leaves right behind the
+ *   transaction that carries it (zkl__batch_list), so an acquire stays at
+ *   one round trip.
+ * - Failure of one op only. A transaction is all or nothing: when one of
+ *   its ops fails (a node already deleted, a directory not empty or gone)
+ *   that op gets its code and the others are sent again, at the head of
+ *   the queue and in their order; the listings behind them are asked again
+ *   behind their next transaction. Every round removes the failing op, so
+ *   it ends. A transaction whose answer is lost gives every op the
+ *   connection error, as a lone request would: the owners find their nodes
+ *   by guid, as before.
+ * - What a create answers. A create inside a transaction returns its name
+ *   but no stat, and an owner needs the czxid (fencing token, ownership).
+ *   Its listing, one of the parent, tells it when nothing changed in the
+ *   parent since the create: the parent's cversion is then our sequence
+ *   number plus one and its pzxid our czxid. Otherwise an exists asks.
+ *
+ * Container creates never go in a transaction: Debian's 3.8.0 C client
+ * reads a container create's answer in a multi as a plain create's (path
+ * only), while the server sends a stat too, and misreads what follows.
+ *
+ * Locks: s->bmu guards the queue and the count in flight; it is taken
+ * under c->mu or alone, never the other way round, and requests are sent
+ * under it, so that none is queued behind a send the client refuses. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* jute.maxbuffer (1 MB by default) bounds a request: stay well under */
+#define OPS_MAX 256
+#define BYTES_MAX (256 * 1024)
+#define INFLIGHT_MAX 1
+
+enum { BOP_CREATE, BOP_DELETE };
+
+typedef struct zkl__bop bop_t;
+typedef struct rd rd_t;
+
+/* a listing behind a held-back create */
+struct rd {
+  zkl__call_t *call;
+  bop_t *op;
+  char *path;
+  int redo; /* its create was sent again: ask again behind it; once
+             * refused, the client's code */
+  rd_t *next;
+};
+
+struct zkl__bop {
+  zkl__session_t *s;
+  zkl__call_t *call;
+  int kind, flags, len;
+  char *path, *data;
+  char *out; /* create: the name made */
+  int outlen;
+  struct zkl__batch *b; /* the transaction it waits for or is in */
+  rd_t *rd;             /* its listing, if any */
+  int listed;           /* the listing's answer is in */
+  int created;          /* answered ZOK, stat still to learn */
+  zkl__call_t st;       /* that exists */
+  bop_t *next;
+};
+
+typedef struct zkl__batch {
+  bop_t *ops, **tail;
+  int n;
+  size_t bytes;
+  rd_t *rds;
+  int sent;
+  zoo_op_t *zops;
+  zoo_op_result_t *res;
+} batch_t;
+
+static void bop_free(bop_t *op) {
+  free(op->path);
+  free(op->data);
+  free(op->out);
+  free(op);
+}
+
+static void rd_free(rd_t *rd) {
+  free(rd->path);
+  free(rd);
+}
+
+static batch_t *batch_new(void) {
+  batch_t *b = calloc(1, sizeof *b);
+  if (b)
+    b->tail = &b->ops;
+  return b;
+}
+
+static void batch_free(batch_t *b) {
+  free(b->zops);
+  free(b->res);
+  free(b);
+}
+
+void zkl__batch_init(zkl__session_t *s) {
+  pthread_mutex_init(&s->bmu, NULL);
+}
+
+void zkl__batch_fini(zkl__session_t *s) {
+  pthread_mutex_destroy(&s->bmu);
+}
+
+/* ---- answers ------------------------------------------------------------ */
+
+static void on_single_create(int rc, const char *value,
+                             const struct Stat *stat, const void *data) {
+  bop_t *op = (bop_t *)data;
+  zkl__session_t *s = op->s;
+  zkl__on_create(rc, value, stat, op->call);
+  bop_free(op);
+  zkl__batch_done(s);
+}
+
+static void on_single_void(int rc, const void *data) {
+  bop_t *op = (bop_t *)data;
+  zkl__session_t *s = op->s;
+  zkl__on_void(rc, op->call);
+  bop_free(op);
+  zkl__batch_done(s);
+}
+
+/* Under c->mu: a create made in a transaction, once its czxid is known. */
+static void create_done(bop_t *op, int rc, int64_t czxid) {
+  zkl__call_t *call = op->call;
+  if (rc == ZOK) {
+    memset(&call->stat, 0, sizeof call->stat);
+    call->stat.czxid = call->stat.mzxid = czxid;
+    call->stat.ephemeralOwner = op->flags & ZOO_EPHEMERAL ? op->s->id : 0;
+    if (!(call->path = zkl__strdup(op->out)))
+      rc = ZKL_ENOMEM; /* made, but unnamed: found by guid */
+  }
+  zkl__call_finish(call, rc);
+}
+
+static void on_stat_learnt(zkl__call_t *st) {
+  bop_t *op = st->ctx;
+  /* gone already (someone deleted it): its owner finds out by guid */
+  create_done(op, st->rc == ZOK ? ZOK : ZCONNECTIONLOSS, st->stat.czxid);
+  bop_free(op);
+}
+
+/* Under c->mu: a create answered ZOK in a transaction, and its listing (if
+ * any) answered. Frees op, now or when the exists is answered. */
+static void learn_stat(bop_t *op, int lrc, const struct Stat *parent) {
+  int64_t seq;
+  const char *digits = op->out + strlen(op->out);
+  while (digits > op->out && digits[-1] >= '0' && digits[-1] <= '9')
+    digits--;
+  seq = strtoll(digits, NULL, 10);
+  if (lrc == ZOK && parent && (op->flags & ZOO_SEQUENCE) &&
+      (int64_t)parent->cversion == seq + 1) {
+    create_done(op, ZOK, parent->pzxid);
+    bop_free(op);
+    return;
+  }
+  zkl__call_init_fn(&op->st, op->call->c, on_stat_learnt, op);
+  if (zkl__exists(&op->st, op->s, op->out) != ZOK) {
+    create_done(op, ZCONNECTIONLOSS, 0);
+    bop_free(op);
+  }
+}
+
+static void send_rd(zkl__session_t *s, rd_t *rd);
+
+static void on_after_list(int rc, const struct String_vector *v,
+                          const struct Stat *stat, const void *data) {
+  rd_t *rd = (rd_t *)data;
+  bop_t *op = rd->op;
+  zkl__session_t *s = op->s;
+  zkl_client_t *c = s->c;
+  int redo;
+  pthread_mutex_lock(&s->bmu);
+  redo = rd->redo > 0;
+  if (redo) {
+    /* behind the transaction that carries its create now */
+    rd->redo = 0;
+    rd->next = op->b->rds;
+    op->b->rds = rd;
+    if (op->b->sent)
+      send_rd(s, rd);
+  }
+  pthread_mutex_unlock(&s->bmu);
+  if (redo)
+    return;
+  zkl__on_children(rc, v, stat, rd->call);
+  pthread_mutex_lock(&c->mu);
+  op->listed = 1;
+  if (op->created)
+    learn_stat(op, rc, stat);
+  else if (op->call == NULL) /* its create failed, answered already */
+    bop_free(op);
+  pthread_mutex_unlock(&c->mu);
+  rd_free(rd);
+}
+
+/* Under s->bmu. A listing the client refuses (the handle is closing) is
+ * answered by zkl__batch_done, with no lock held, once the transaction
+ * ahead of it is answered, as it will be. */
+static void send_rd(zkl__session_t *s, rd_t *rd) {
+  int rc = zoo_aget_children2(s->zh, rd->path, 0, on_after_list, rd);
+  if (rc != ZOK) {
+    rd->redo = rc;
+    rd->next = s->refused;
+    s->refused = rd;
+  }
+}
+
+/* Codes a transaction gets for one of its ops, not for all of them. */
+static int op_error(int rc) {
+  return rc == ZNONODE || rc == ZNODEEXISTS || rc == ZNOTEMPTY ||
+         rc == ZBADVERSION || rc == ZNOAUTH || rc == ZINVALIDACL ||
+         rc == ZNOCHILDRENFOREPHEMERALS || rc == ZBADARGUMENTS;
+}
+
+/* Under c->mu: what one op of an answered transaction gets. */
+static void op_answered(bop_t *op, int rc) {
+  zkl__call_t *call = op->call;
+  if (op->kind == BOP_DELETE) {
+    zkl__call_finish(call, rc);
+    bop_free(op);
+    return;
+  }
+  if (rc == ZOK) {
+    op->created = 1;
+    if (!op->rd || op->listed)
+      learn_stat(op, ZCONNECTIONLOSS, NULL);
+    return; /* else when its listing is answered */
+  }
+  zkl__call_finish(call, rc);
+  if (op->rd && !op->listed)
+    op->call = NULL; /* freed with the listing's answer */
+  else
+    bop_free(op);
+}
+
+static void on_multi(int rc, const void *data) {
+  batch_t *b = (batch_t *)data;
+  bop_t *op, *next, *again = NULL, **again_tail = &again;
+  zkl__session_t *s = b->ops->s;
+  zkl_client_t *c = s->c;
+  int i, blamed = -1;
+  if (op_error(rc))
+    for (i = 0; i < b->n && blamed < 0; i++)
+      if (b->res[i].err == rc)
+        blamed = i;
+  pthread_mutex_lock(&s->bmu);
+  for (op = b->ops, i = 0; op; op = op->next, i++)
+    if (blamed >= 0 && i != blamed) {
+      if (op->rd)
+        op->rd->redo = 1;
+    } else {
+      op->call->bop = NULL; /* answered: a listing asked now goes alone */
+    }
+  pthread_mutex_unlock(&s->bmu);
+  pthread_mutex_lock(&c->mu);
+  for (op = b->ops, i = 0; op; op = next, i++) {
+    next = op->next;
+    if (blamed >= 0 && i != blamed) {
+      op->next = NULL;
+      *again_tail = op;
+      again_tail = &op->next;
+      continue;
+    }
+    /* the C client wrote the name into op->out */
+    if (op->kind == BOP_CREATE && rc == ZOK && !b->res[i].value) {
+      op_answered(op, ZKL_ENOMEM);
+      continue;
+    }
+    op_answered(op, rc);
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (again) {
+    /* sent again first, in their order; their listings follow them */
+    pthread_mutex_lock(&s->bmu);
+    if (!s->queued)
+      s->queued = batch_new();
+    if (!s->queued) {
+      pthread_mutex_unlock(&s->bmu);
+      pthread_mutex_lock(&c->mu);
+      for (op = again; op; op = next) {
+        next = op->next;
+        op_answered(op, ZKL_ENOMEM);
+      }
+      pthread_mutex_unlock(&c->mu);
+    } else {
+      batch_t *q = s->queued;
+      for (op = again; op; op = op->next) {
+        op->b = q;
+        q->n++;
+        q->bytes += strlen(op->path) + (size_t)(op->len > 0 ? op->len : 0);
+      }
+      *again_tail = q->ops;
+      if (!q->ops)
+        q->tail = again_tail;
+      q->ops = again;
+      pthread_mutex_unlock(&s->bmu);
+    }
+  }
+  batch_free(b);
+  zkl__batch_done(s);
+}
+
+/* ---- sending ------------------------------------------------------------ */
+
+/* Under s->bmu: sends b (one op alone, several as a transaction), then the
+ * listings behind it. Returns the client's code; on refusal nothing is
+ * sent and b is left to the caller. */
+static int send_batch(zkl__session_t *s, batch_t *b) {
+  bop_t *op;
+  rd_t *rd, *next;
+  int i, rc;
+  free(b->zops);
+  free(b->res);
+  b->res = NULL;
+  if (!(b->zops = calloc((size_t)b->n, sizeof *b->zops)) ||
+      !(b->res = calloc((size_t)b->n, sizeof *b->res)))
+    return ZSYSTEMERROR;
+  for (op = b->ops, i = 0; op; op = op->next, i++) {
+    if (op->kind == BOP_DELETE) {
+      zoo_delete_op_init(&b->zops[i], op->path, -1);
+      continue;
+    }
+    free(op->out);
+    op->outlen = (int)strlen(op->path) + 16; /* the sequence's digits */
+    if (!(op->out = calloc(1, (size_t)op->outlen)))
+      return ZSYSTEMERROR;
+    zoo_create_op_init(&b->zops[i], op->path, op->data, op->len, s->c->acl,
+                       op->flags, op->out, op->outlen);
+  }
+  rc = zoo_amulti(s->zh, b->n, b->zops, b->res, on_multi, b);
+  if (rc != ZOK)
+    return rc;
+  b->sent = 1;
+  /* in the order they were asked */
+  for (rd = b->rds, b->rds = NULL; rd; rd = next) {
+    next = rd->next;
+    rd->next = b->rds;
+    b->rds = rd;
+  }
+  for (rd = b->rds; rd; rd = rd->next)
+    send_rd(s, rd);
+  return ZOK;
+}
+
+/* Under s->bmu: sends op alone. */
+static int send_single(zkl__session_t *s, bop_t *op) {
+  if (op->kind == BOP_DELETE)
+    return zoo_adelete(s->zh, op->path, -1, on_single_void, op);
+  return zoo_acreate2(s->zh, op->path, op->data, op->len, s->c->acl,
+                      op->flags, on_single_create, op);
+}
+
+void zkl__batch_done(zkl__session_t *s) {
+  zkl_client_t *c = s->c;
+  batch_t *b = NULL;
+  bop_t *op, *next;
+  rd_t *refused, *rd;
+  int rc = ZOK;
+  pthread_mutex_lock(&s->bmu);
+  s->inflight--;
+  if (s->queued && s->inflight < INFLIGHT_MAX) {
+    b = s->queued;
+    s->queued = NULL;
+    s->inflight++;
+    if (b->n == 1 && !b->rds && !b->ops->rd) {
+      b->ops->call->bop = NULL; /* alone: the session's order suffices */
+      rc = send_single(s, b->ops);
+      if (rc == ZOK)
+        b->ops = NULL;
+    } else {
+      rc = send_batch(s, b);
+    }
+    if (rc != ZOK)
+      s->inflight--;
+  }
+  refused = s->refused;
+  s->refused = NULL;
+  pthread_mutex_unlock(&s->bmu);
+  while ((rd = refused)) {
+    refused = rd->next;
+    on_after_list(rd->redo, NULL, NULL, rd);
+  }
+  if (!b || rc == ZOK) {
+    if (b && !b->ops)
+      batch_free(b);
+    return;
+  }
+  /* refused (the handle is closing): every op and listing gets the code */
+  while ((rd = b->rds)) {
+    b->rds = rd->next;
+    rd->redo = 0;
+    on_after_list(rc, NULL, NULL, rd);
+  }
+  pthread_mutex_lock(&c->mu);
+  for (op = b->ops; op; op = next) {
+    next = op->next;
+    op_answered(op, rc);
+  }
+  pthread_mutex_unlock(&c->mu);
+  batch_free(b);
+}
+
+/* Queues op behind the transaction in flight, or sends it now. */
+static int submit(zkl__session_t *s, bop_t *op) {
+  int rc = ZOK;
+  size_t bytes = strlen(op->path) + (size_t)(op->len > 0 ? op->len : 0);
+  pthread_mutex_lock(&s->bmu);
+  if (s->inflight < INFLIGHT_MAX && !s->queued) {
+    s->inflight++;
+    rc = send_single(s, op);
+    if (rc != ZOK)
+      s->inflight--;
+    pthread_mutex_unlock(&s->bmu);
+    if (rc != ZOK)
+      bop_free(op);
+    return rc;
+  }
+  if (s->queued && (s->queued->n >= OPS_MAX ||
+                    s->queued->bytes + bytes > BYTES_MAX)) {
+    /* full: a transaction of its own goes out now */
+    batch_t *b = s->queued;
+    s->queued = NULL;
+    s->inflight++;
+    if (send_batch(s, b) != ZOK) {
+      s->inflight--;
+      s->queued = b; /* the next answer tries again */
+    }
+  }
+  if (!s->queued && !(s->queued = batch_new())) {
+    pthread_mutex_unlock(&s->bmu);
+    bop_free(op);
+    return ZSYSTEMERROR;
+  }
+  op->b = s->queued;
+  op->call->bop = op;
+  *s->queued->tail = op;
+  s->queued->tail = &op->next;
+  s->queued->n++;
+  s->queued->bytes += bytes;
+  pthread_mutex_unlock(&s->bmu);
+  return ZOK;
+}
+
+static bop_t *bop_new(zkl__call_t *call, zkl__session_t *s, int kind,
+                      const char *path) {
+  bop_t *op = calloc(1, sizeof *op);
+  if (!op)
+    return NULL;
+  op->s = s;
+  op->call = call;
+  op->kind = kind;
+  op->len = -1;
+  if (!(op->path = zkl__strdup(path))) {
+    free(op);
+    return NULL;
+  }
+  return op;
+}
+
+int zkl__batch_create(zkl__call_t *call, zkl__session_t *s, const char *path,
+                      const char *data, int len, int flags) {
+  bop_t *op = bop_new(call, s, BOP_CREATE, path);
+  if (!op)
+    return ZSYSTEMERROR;
+  op->flags = flags;
+  if (data && len >= 0) {
+    if (!(op->data = malloc((size_t)len + 1))) {
+      bop_free(op);
+      return ZSYSTEMERROR;
+    }
+    memcpy(op->data, data, (size_t)len);
+    op->len = len;
+  }
+  return submit(s, op);
+}
+
+int zkl__batch_delete(zkl__call_t *call, zkl__session_t *s,
+                      const char *path) {
+  bop_t *op = bop_new(call, s, BOP_DELETE, path);
+  return op ? submit(s, op) : ZSYSTEMERROR;
+}
+
+int zkl__batch_list(zkl__call_t *call, zkl__session_t *s, const char *path,
+                    zkl__call_t *create) {
+  rd_t *rd;
+  bop_t *op;
+  pthread_mutex_lock(&s->bmu);
+  op = create->bop;
+  if (!op || op->s != s) {
+    /* sent alone, or answered: the session's order suffices */
+    pthread_mutex_unlock(&s->bmu);
+    return zoo_aget_children2(s->zh, path, 0, zkl__on_children, call);
+  }
+  if (!(rd = calloc(1, sizeof *rd)) || !(rd->path = zkl__strdup(path))) {
+    pthread_mutex_unlock(&s->bmu);
+    free(rd);
+    return ZSYSTEMERROR;
+  }
+  rd->call = call;
+  rd->op = op;
+  op->rd = rd;
+  if (op->b->sent) {
+    rd->next = op->b->rds;
+    op->b->rds = rd;
+    send_rd(s, rd);
+  } else {
+    rd->next = op->b->rds;
+    op->b->rds = rd;
+  }
+  pthread_mutex_unlock(&s->bmu);
+  return ZOK;
+}
