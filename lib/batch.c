@@ -125,21 +125,21 @@ void zkl__batch_fini(zkl__session_t *s) {
 
 /* ---- answers ------------------------------------------------------------ */
 
+/* A lone write's answer: what waited for it leaves first, so that a
+ * caller woken by this answer finds nothing in flight and sends at once. */
 static void on_single_create(int rc, const char *value,
                              const struct Stat *stat, const void *data) {
   bop_t *op = (bop_t *)data;
-  zkl__session_t *s = op->s;
+  zkl__batch_done(op->s);
   zkl__on_create(rc, value, stat, op->call);
   bop_free(op);
-  zkl__batch_done(s);
 }
 
 static void on_single_void(int rc, const void *data) {
   bop_t *op = (bop_t *)data;
-  zkl__session_t *s = op->s;
+  zkl__batch_done(op->s);
   zkl__on_void(rc, op->call);
   bop_free(op);
-  zkl__batch_done(s);
 }
 
 /* Under c->mu: a create made in a transaction, once its czxid is known. */
@@ -256,9 +256,40 @@ static void op_answered(bop_t *op, int rc) {
     bop_free(op);
 }
 
+/* Puts ops (their neighbour failed) back at the head of the queue. */
+static void requeue(zkl__session_t *s, bop_t *again, bop_t **again_tail) {
+  zkl_client_t *c = s->c;
+  bop_t *op, *next;
+  batch_t *q;
+  pthread_mutex_lock(&s->bmu);
+  if (!s->queued)
+    s->queued = batch_new();
+  if (!(q = s->queued)) {
+    pthread_mutex_unlock(&s->bmu);
+    pthread_mutex_lock(&c->mu);
+    for (op = again; op; op = next) {
+      next = op->next;
+      op_answered(op, ZKL_ENOMEM);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return;
+  }
+  for (op = again; op; op = op->next) {
+    op->b = q;
+    q->n++;
+    q->bytes += strlen(op->path) + (size_t)(op->len > 0 ? op->len : 0);
+  }
+  *again_tail = q->ops;
+  if (!q->ops)
+    q->tail = again_tail;
+  q->ops = again;
+  pthread_mutex_unlock(&s->bmu);
+}
+
 static void on_multi(int rc, const void *data) {
   batch_t *b = (batch_t *)data;
   bop_t *op, *next, *again = NULL, **again_tail = &again;
+  bop_t *done = NULL, **done_tail = &done;
   zkl__session_t *s = b->ops->s;
   zkl_client_t *c = s->c;
   int i, blamed = -1;
@@ -275,52 +306,34 @@ static void on_multi(int rc, const void *data) {
       op->call->bop = NULL; /* answered: a listing asked now goes alone */
     }
   pthread_mutex_unlock(&s->bmu);
-  pthread_mutex_lock(&c->mu);
+  /* the failed op's neighbours go again first, in their order, and
+   * everything waiting leaves before the answers wake anyone */
   for (op = b->ops, i = 0; op; op = next, i++) {
     next = op->next;
+    op->next = NULL;
     if (blamed >= 0 && i != blamed) {
-      op->next = NULL;
       *again_tail = op;
       again_tail = &op->next;
-      continue;
+    } else {
+      *done_tail = op;
+      done_tail = &op->next;
     }
+  }
+  if (again)
+    requeue(s, again, again_tail);
+  zkl__batch_done(s);
+  pthread_mutex_lock(&c->mu);
+  for (op = done; op; op = next) {
+    next = op->next;
     /* the C client wrote the name into op->out */
-    if (op->kind == BOP_CREATE && rc == ZOK && !b->res[i].value) {
+    if (op->kind == BOP_CREATE && rc == ZOK && !op->out[0]) {
       op_answered(op, ZKL_ENOMEM);
       continue;
     }
     op_answered(op, rc);
   }
   pthread_mutex_unlock(&c->mu);
-  if (again) {
-    /* sent again first, in their order; their listings follow them */
-    pthread_mutex_lock(&s->bmu);
-    if (!s->queued)
-      s->queued = batch_new();
-    if (!s->queued) {
-      pthread_mutex_unlock(&s->bmu);
-      pthread_mutex_lock(&c->mu);
-      for (op = again; op; op = next) {
-        next = op->next;
-        op_answered(op, ZKL_ENOMEM);
-      }
-      pthread_mutex_unlock(&c->mu);
-    } else {
-      batch_t *q = s->queued;
-      for (op = again; op; op = op->next) {
-        op->b = q;
-        q->n++;
-        q->bytes += strlen(op->path) + (size_t)(op->len > 0 ? op->len : 0);
-      }
-      *again_tail = q->ops;
-      if (!q->ops)
-        q->tail = again_tail;
-      q->ops = again;
-      pthread_mutex_unlock(&s->bmu);
-    }
-  }
   batch_free(b);
-  zkl__batch_done(s);
 }
 
 /* ---- sending ------------------------------------------------------------ */
@@ -385,11 +398,28 @@ void zkl__batch_done(zkl__session_t *s) {
     b = s->queued;
     s->queued = NULL;
     s->inflight++;
-    if (b->n == 1 && !b->rds && !b->ops->rd) {
-      b->ops->call->bop = NULL; /* alone: the session's order suffices */
+    if (b->n == 1 && (!b->ops->rd || !b->ops->rd->redo)) {
+      /* alone, it needs no transaction, and its create answers its stat;
+       * its listing follows it in the session's order */
+      rd = b->ops->rd;
+      b->ops->call->bop = NULL;
+      b->ops->rd = NULL;
+      b->rds = NULL;
       rc = send_single(s, b->ops);
       if (rc == ZOK)
         b->ops = NULL;
+      if (rd) {
+        int lrc = rc == ZOK ? zoo_aget_children2(s->zh, rd->path, 0,
+                                                 zkl__on_children, rd->call)
+                            : rc;
+        if (lrc != ZOK) { /* answered below, with no lock held */
+          rd->redo = lrc;
+          rd->next = s->refused;
+          s->refused = rd;
+        } else {
+          rd_free(rd);
+        }
+      }
     } else {
       rc = send_batch(s, b);
     }
