@@ -357,10 +357,12 @@ typedef struct zkl_mutex_options {
  * Create a mutex object for lock `name` under opts->root on `client`.
  * Talks to nobody: parents are created on first use, as container nodes.
  * The lock's own parent is made in the same round trip as the object's
- * first node; when this object made it and last found its node alone in
- * it, destroying the object deletes it (a per-key lock used once leaves
- * nothing behind), unless someone has joined since or deleted and made it
- * again (it is read first: then it is theirs).
+ * first node. When this object made it and last found its node alone in
+ * it, the object's first release deletes it in the same transaction as
+ * the node (a per-key lock used once leaves nothing behind), unless
+ * someone has joined since; an object that holds again keeps it until
+ * destroyed, and then deletes it unless someone has joined or deleted and
+ * made it again (it is read first: then it is theirs).
  *
  * `name` must be 1..ZKL_NAME_MAX bytes, contain no '/', no control
  * character, and not be "." or "..". opts->root must be an absolute path

@@ -26,10 +26,11 @@
  *   connection error, as a lone request would: the owners find their nodes
  *   by guid, as before.
  * - What a create answers. A create inside a transaction returns its name
- *   but no stat, and an owner needs the czxid (fencing token, ownership).
- *   Its listing, one of the parent, tells it when nothing changed in the
- *   parent since the create: the parent's cversion is then our sequence
- *   number plus one and its pzxid our czxid. Otherwise an exists asks.
+ *   but no stat, and an owner needs the czxid (fencing token, ownership):
+ *   an exists asks for it as soon as the transaction is answered. (The
+ *   parent's pzxid in the listing behind it is not it in general: a
+ *   create does not always move the parent's cversion and pzxid, as
+ *   exclusion.itest found when we tried.)
  *
  * Container creates never go in a transaction: Debian's 3.8.0 C client
  * reads a container create's answer in a multi as a plain create's (path
@@ -55,7 +56,6 @@ enum { BOP_CREATE, BOP_DELETE };
 typedef struct zkl__bop bop_t;
 typedef struct rd rd_t;
 
-/* a listing behind a held-back create */
 struct rd {
   zkl__call_t *call;
   bop_t *op;
@@ -75,17 +75,22 @@ struct zkl__bop {
   struct zkl__batch *b; /* the transaction it waits for or is in */
   rd_t *rd;             /* its listing, if any */
   int listed;           /* the listing's answer is in */
-  int created;          /* answered ZOK, stat still to learn */
+  int learnt;           /* its stat is in (or it failed) */
   zkl__call_t st;       /* that exists */
+  bop_t *dep;           /* applied only with this one, in its transaction */
+  int blamed;           /* the op its transaction failed for */
+  int forced;           /* its answer, its dep having failed */
   bop_t *next;
 };
 
 typedef struct zkl__batch {
+  struct zkl__batch *next; /* queued behind this one */
   bop_t *ops, **tail;
   int n;
   size_t bytes;
   rd_t *rds;
   int sent;
+  int forced_rc; /* refused: the client's code */
   zoo_op_t *zops;
   zoo_op_result_t *res;
 } batch_t;
@@ -155,31 +160,28 @@ static void create_done(bop_t *op, int rc, int64_t czxid) {
   zkl__call_finish(call, rc);
 }
 
+/* Under c->mu: op is done with when its stat is in and its listing (if
+ * any) answered. */
+static void op_release(bop_t *op) {
+  if (op->learnt && (!op->rd || op->listed))
+    bop_free(op);
+}
+
 static void on_stat_learnt(zkl__call_t *st) {
   bop_t *op = st->ctx;
   /* gone already (someone deleted it): its owner finds out by guid */
   create_done(op, st->rc == ZOK ? ZOK : ZCONNECTIONLOSS, st->stat.czxid);
-  bop_free(op);
+  op->learnt = 1;
+  op_release(op);
 }
 
-/* Under c->mu: a create answered ZOK in a transaction, and its listing (if
- * any) answered. Frees op, now or when the exists is answered. */
-static void learn_stat(bop_t *op, int lrc, const struct Stat *parent) {
-  int64_t seq;
-  const char *digits = op->out + strlen(op->out);
-  while (digits > op->out && digits[-1] >= '0' && digits[-1] <= '9')
-    digits--;
-  seq = strtoll(digits, NULL, 10);
-  if (lrc == ZOK && parent && (op->flags & ZOO_SEQUENCE) &&
-      (int64_t)parent->cversion == seq + 1) {
-    create_done(op, ZOK, parent->pzxid);
-    bop_free(op);
-    return;
-  }
+/* Under c->mu: a create applied in a transaction; asks for its stat. */
+static void learn_stat(bop_t *op) {
   zkl__call_init_fn(&op->st, op->call->c, on_stat_learnt, op);
   if (zkl__exists(&op->st, op->s, op->out) != ZOK) {
     create_done(op, ZCONNECTIONLOSS, 0);
-    bop_free(op);
+    op->learnt = 1;
+    op_release(op);
   }
 }
 
@@ -208,10 +210,7 @@ static void on_after_list(int rc, const struct String_vector *v,
   zkl__on_children(rc, v, stat, rd->call);
   pthread_mutex_lock(&c->mu);
   op->listed = 1;
-  if (op->created)
-    learn_stat(op, rc, stat);
-  else if (op->call == NULL) /* its create failed, answered already */
-    bop_free(op);
+  op_release(op);
   pthread_mutex_unlock(&c->mu);
   rd_free(rd);
 }
@@ -237,35 +236,27 @@ static int op_error(int rc) {
 
 /* Under c->mu: what one op of an answered transaction gets. */
 static void op_answered(bop_t *op, int rc) {
-  zkl__call_t *call = op->call;
   if (op->kind == BOP_DELETE) {
-    zkl__call_finish(call, rc);
+    zkl__call_finish(op->call, rc);
     bop_free(op);
     return;
   }
   if (rc == ZOK) {
-    op->created = 1;
-    if (!op->rd || op->listed)
-      learn_stat(op, ZCONNECTIONLOSS, NULL);
-    return; /* else when its listing is answered */
+    learn_stat(op);
+    return;
   }
-  zkl__call_finish(call, rc);
-  if (op->rd && !op->listed)
-    op->call = NULL; /* freed with the listing's answer */
-  else
-    bop_free(op);
+  zkl__call_finish(op->call, rc);
+  op->learnt = 1;
+  op_release(op);
 }
 
-/* Puts ops (their neighbour failed) back at the head of the queue. */
+/* Puts ops (their neighbour failed) back at the head of the queue, as a
+ * transaction of their own: they were one without the failed op. */
 static void requeue(zkl__session_t *s, bop_t *again, bop_t **again_tail) {
   zkl_client_t *c = s->c;
   bop_t *op, *next;
-  batch_t *q;
-  pthread_mutex_lock(&s->bmu);
-  if (!s->queued)
-    s->queued = batch_new();
-  if (!(q = s->queued)) {
-    pthread_mutex_unlock(&s->bmu);
+  batch_t *q = batch_new();
+  if (!q) {
     pthread_mutex_lock(&c->mu);
     for (op = again; op; op = next) {
       next = op->next;
@@ -274,15 +265,16 @@ static void requeue(zkl__session_t *s, bop_t *again, bop_t **again_tail) {
     pthread_mutex_unlock(&c->mu);
     return;
   }
+  q->ops = again;
+  q->tail = again_tail;
   for (op = again; op; op = op->next) {
     op->b = q;
     q->n++;
     q->bytes += strlen(op->path) + (size_t)(op->len > 0 ? op->len : 0);
   }
-  *again_tail = q->ops;
-  if (!q->ops)
-    q->tail = again_tail;
-  q->ops = again;
+  pthread_mutex_lock(&s->bmu);
+  q->next = s->queued;
+  s->queued = q;
   pthread_mutex_unlock(&s->bmu);
 }
 
@@ -297,9 +289,15 @@ static void on_multi(int rc, const void *data) {
     for (i = 0; i < b->n && blamed < 0; i++)
       if (b->res[i].err == rc)
         blamed = i;
-  pthread_mutex_lock(&s->bmu);
   for (op = b->ops, i = 0; op; op = op->next, i++)
-    if (blamed >= 0 && i != blamed) {
+    op->blamed = i == blamed;
+  /* an op bound to a failed one fails with it, never goes alone */
+  for (op = b->ops; op; op = op->next)
+    if (op->dep && op->dep->blamed)
+      op->forced = rc;
+  pthread_mutex_lock(&s->bmu);
+  for (op = b->ops; op; op = op->next)
+    if (blamed >= 0 && !op->blamed && !op->forced) {
       if (op->rd)
         op->rd->redo = 1;
     } else {
@@ -308,10 +306,10 @@ static void on_multi(int rc, const void *data) {
   pthread_mutex_unlock(&s->bmu);
   /* the failed op's neighbours go again first, in their order, and
    * everything waiting leaves before the answers wake anyone */
-  for (op = b->ops, i = 0; op; op = next, i++) {
+  for (op = b->ops; op; op = next) {
     next = op->next;
     op->next = NULL;
-    if (blamed >= 0 && i != blamed) {
+    if (blamed >= 0 && !op->blamed && !op->forced) {
       *again_tail = op;
       again_tail = &op->next;
     } else {
@@ -330,7 +328,7 @@ static void on_multi(int rc, const void *data) {
       op_answered(op, ZKL_ENOMEM);
       continue;
     }
-    op_answered(op, rc);
+    op_answered(op, op->forced ? op->forced : rc);
   }
   pthread_mutex_unlock(&c->mu);
   batch_free(b);
@@ -386,59 +384,52 @@ static int send_single(zkl__session_t *s, bop_t *op) {
                       op->flags, on_single_create, op);
 }
 
-void zkl__batch_done(zkl__session_t *s) {
-  zkl_client_t *c = s->c;
-  batch_t *b = NULL;
-  bop_t *op, *next;
-  rd_t *refused, *rd;
-  int rc = ZOK;
+int zkl__batch_queued(zkl__session_t *s, int *transactions) {
+  batch_t *b;
+  int n = 0;
   pthread_mutex_lock(&s->bmu);
-  s->inflight--;
-  if (s->queued && s->inflight < INFLIGHT_MAX) {
-    b = s->queued;
-    s->queued = NULL;
-    s->inflight++;
-    if (b->n == 1 && (!b->ops->rd || !b->ops->rd->redo)) {
-      /* alone, it needs no transaction, and its create answers its stat;
-       * its listing follows it in the session's order */
-      rd = b->ops->rd;
-      b->ops->call->bop = NULL;
-      b->ops->rd = NULL;
-      b->rds = NULL;
-      rc = send_single(s, b->ops);
-      if (rc == ZOK)
-        b->ops = NULL;
-      if (rd) {
-        int lrc = rc == ZOK ? zoo_aget_children2(s->zh, rd->path, 0,
-                                                 zkl__on_children, rd->call)
-                            : rc;
-        if (lrc != ZOK) { /* answered below, with no lock held */
-          rd->redo = lrc;
-          rd->next = s->refused;
-          s->refused = rd;
-        } else {
-          rd_free(rd);
-        }
-      }
-    } else {
-      rc = send_batch(s, b);
-    }
-    if (rc != ZOK)
-      s->inflight--;
-  }
-  refused = s->refused;
-  s->refused = NULL;
+  *transactions = 0;
+  for (b = s->queued; b; b = b->next)
+    n += b->n, ++*transactions;
   pthread_mutex_unlock(&s->bmu);
-  while ((rd = refused)) {
-    refused = rd->next;
-    on_after_list(rd->redo, NULL, NULL, rd);
+  return n;
+}
+
+/* Under s->bmu: sends b, queued until now. Returns the client's code. */
+static int send_queued(zkl__session_t *s, batch_t *b) {
+  rd_t *rd;
+  int rc, lrc;
+  if (b->n != 1 || (b->ops->rd && b->ops->rd->redo))
+    return send_batch(s, b);
+  /* alone, it needs no transaction, and its create answers its stat; its
+   * listing follows it in the session's order */
+  rd = b->ops->rd;
+  b->ops->call->bop = NULL;
+  b->ops->rd = NULL;
+  b->rds = NULL;
+  rc = send_single(s, b->ops);
+  if (rc == ZOK)
+    b->ops = NULL;
+  if (rd) {
+    lrc = rc == ZOK ? zoo_aget_children2(s->zh, rd->path, 0,
+                                         zkl__on_children, rd->call)
+                    : rc;
+    if (lrc != ZOK) { /* answered by zkl__batch_done, with no lock held */
+      rd->redo = lrc;
+      rd->next = s->refused;
+      s->refused = rd;
+    } else {
+      rd_free(rd);
+    }
   }
-  if (!b || rc == ZOK) {
-    if (b && !b->ops)
-      batch_free(b);
-    return;
-  }
-  /* refused (the handle is closing): every op and listing gets the code */
+  return rc;
+}
+
+/* What the client refused to send: every op and listing gets its code. */
+static void refused_batch(zkl__session_t *s, batch_t *b, int rc) {
+  zkl_client_t *c = s->c;
+  bop_t *op, *next;
+  rd_t *rd;
   while ((rd = b->rds)) {
     b->rds = rd->next;
     rd->redo = 0;
@@ -447,18 +438,88 @@ void zkl__batch_done(zkl__session_t *s) {
   pthread_mutex_lock(&c->mu);
   for (op = b->ops; op; op = next) {
     next = op->next;
-    op_answered(op, rc);
+    op_answered(op, op->forced ? op->forced : rc);
   }
   pthread_mutex_unlock(&c->mu);
   batch_free(b);
 }
 
-/* Queues op behind the transaction in flight, or sends it now. */
-static int submit(zkl__session_t *s, bop_t *op) {
+void zkl__batch_done(zkl__session_t *s) {
+  batch_t *b, *next, *failed = NULL;
+  rd_t *refused, *rd;
+  int rc;
+  pthread_mutex_lock(&s->bmu);
+  s->inflight--;
+  if (s->inflight < INFLIGHT_MAX) {
+    /* everything queued, one transaction after the other */
+    for (b = s->queued, s->queued = NULL; b; b = next) {
+      next = b->next;
+      b->next = NULL;
+      s->inflight++;
+      if ((rc = send_queued(s, b)) != ZOK) {
+        s->inflight--;
+        b->forced_rc = rc;
+        b->next = failed;
+        failed = b;
+      } else if (!b->ops) {
+        batch_free(b); /* sent alone */
+      }
+    }
+  }
+  refused = s->refused;
+  s->refused = NULL;
+  pthread_mutex_unlock(&s->bmu);
+  while ((rd = refused)) {
+    refused = rd->next;
+    on_after_list(rd->redo, NULL, NULL, rd);
+  }
+  for (b = failed; b; b = next) {
+    next = b->next;
+    refused_batch(s, b, b->forced_rc);
+  }
+}
+
+/* Under s->bmu: the queued transaction op joins. Two creates in one
+ * directory never share one: a transaction has one zxid, and their
+ * czxids, the lock's fencing tokens, would be equal. */
+static batch_t *joining(zkl__session_t *s, const bop_t *op, size_t bytes) {
+  batch_t *b, *last = NULL;
+  bop_t *o;
+  const char *slash = strrchr(op->path, '/');
+  size_t dl = slash ? (size_t)(slash - op->path) : 0;
+  for (b = s->queued; b; b = b->next)
+    last = b;
+  if (last && (last->n >= OPS_MAX || last->bytes + bytes > BYTES_MAX))
+    last = NULL, b = NULL;
+  for (o = last ? last->ops : NULL; o && op->kind == BOP_CREATE; o = o->next)
+    if (o->kind == BOP_CREATE && !strncmp(o->path, op->path, dl) &&
+        (o->path[dl] == '/' && !strchr(o->path + dl + 1, '/'))) {
+      last = NULL;
+      break;
+    }
+  if (last)
+    return last;
+  if (!(b = batch_new()))
+    return NULL;
+  for (last = s->queued; last && last->next; last = last->next)
+    ;
+  if (last)
+    last->next = b;
+  else
+    s->queued = b;
+  return b;
+}
+
+/* Queues op (and op2, bound to it, when not NULL) behind the transaction
+ * in flight, or sends it now: alone, or the pair as one transaction. */
+static int submit(zkl__session_t *s, bop_t *op, bop_t *op2) {
+  batch_t *q;
   int rc = ZOK;
   size_t bytes = strlen(op->path) + (size_t)(op->len > 0 ? op->len : 0);
+  if (op2)
+    bytes += strlen(op2->path);
   pthread_mutex_lock(&s->bmu);
-  if (s->inflight < INFLIGHT_MAX && !s->queued) {
+  if (s->inflight < INFLIGHT_MAX && !s->queued && !op2) {
     s->inflight++;
     rc = send_single(s, op);
     if (rc != ZOK)
@@ -468,30 +529,40 @@ static int submit(zkl__session_t *s, bop_t *op) {
       bop_free(op);
     return rc;
   }
-  if (s->queued && (s->queued->n >= OPS_MAX ||
-                    s->queued->bytes + bytes > BYTES_MAX)) {
-    /* full: a transaction of its own goes out now */
-    batch_t *b = s->queued;
-    s->queued = NULL;
-    s->inflight++;
-    if (send_batch(s, b) != ZOK) {
-      s->inflight--;
-      s->queued = b; /* the next answer tries again */
-    }
-  }
-  if (!s->queued && !(s->queued = batch_new())) {
+  if (!(q = joining(s, op, bytes))) {
     pthread_mutex_unlock(&s->bmu);
     bop_free(op);
+    if (op2)
+      bop_free(op2);
     return ZSYSTEMERROR;
   }
-  op->b = s->queued;
-  op->call->bop = op;
-  *s->queued->tail = op;
-  s->queued->tail = &op->next;
-  s->queued->n++;
-  s->queued->bytes += bytes;
+  for (; op; op = op2, op2 = NULL) {
+    op->b = q;
+    op->call->bop = op;
+    *q->tail = op;
+    q->tail = &op->next;
+    q->n++;
+  }
+  q->bytes += bytes;
+  if (s->inflight < INFLIGHT_MAX) {
+    /* A pair on an idle session (nothing else was queued): its
+     * transaction leaves now. Refused, it is the caller's, as a lone
+     * write's refusal is. */
+    batch_t *b = q;
+    s->queued = NULL;
+    s->inflight++;
+    if ((rc = send_batch(s, b)) != ZOK) {
+      s->inflight--;
+      for (op = b->ops; op; op = op2) {
+        op2 = op->next;
+        op->call->bop = NULL;
+        bop_free(op);
+      }
+      batch_free(b);
+    }
+  }
   pthread_mutex_unlock(&s->bmu);
-  return ZOK;
+  return rc;
 }
 
 static bop_t *bop_new(zkl__call_t *call, zkl__session_t *s, int kind,
@@ -524,13 +595,27 @@ int zkl__batch_create(zkl__call_t *call, zkl__session_t *s, const char *path,
     memcpy(op->data, data, (size_t)len);
     op->len = len;
   }
-  return submit(s, op);
+  return submit(s, op, NULL);
 }
 
 int zkl__batch_delete(zkl__call_t *call, zkl__session_t *s,
                       const char *path) {
   bop_t *op = bop_new(call, s, BOP_DELETE, path);
-  return op ? submit(s, op) : ZSYSTEMERROR;
+  return op ? submit(s, op, NULL) : ZSYSTEMERROR;
+}
+
+int zkl__batch_delete_pair(zkl__call_t *call, zkl__call_t *pcall,
+                           zkl__session_t *s, const char *path,
+                           const char *parent) {
+  bop_t *op = bop_new(call, s, BOP_DELETE, path), *op2;
+  if (!op)
+    return ZSYSTEMERROR;
+  if (!(op2 = bop_new(pcall, s, BOP_DELETE, parent))) {
+    bop_free(op);
+    return ZSYSTEMERROR;
+  }
+  op2->dep = op;
+  return submit(s, op, op2);
 }
 
 int zkl__batch_list(zkl__call_t *call, zkl__session_t *s, const char *path,

@@ -181,10 +181,12 @@ struct zkl__queue {
    * object made as a container, or 0; and whether the last look at the
    * queue found our node alone in that one: then it is this object's to
    * delete at close, where the server would only reap it a minute later
-   * (at a bounded rate), and per-key locks would pile parents up. */
+   * (at a bounded rate), and per-key locks would pile parents up; and
+   * whether this object released a hold already (queue.c remove_node). */
   int dir_seen;
   int64_t dir_made;
   int dir_alone;
+  int dir_kept;
   char *id;           /* election candidate id, or NULL */
   void *user_data;    /* caller data stored in each node */
   size_t user_len;
@@ -483,6 +485,11 @@ ZKL__HIDDEN int zkl__exists_watch(zkl__call_t *call, zkl__session_t *s,
                                   const char *path);
 ZKL__HIDDEN int zkl__delete(zkl__call_t *call, zkl__session_t *s,
                             const char *path);
+/* path and its parent `dir`, one transaction (zkl__batch_delete_pair):
+ * pcall gets the parent's code. */
+ZKL__HIDDEN int zkl__delete_with_parent(zkl__call_t *call, zkl__call_t *pcall,
+                                        zkl__session_t *s, const char *path,
+                                        const char *dir);
 /* setData, if the node's data version is `version` (-1: any). */
 ZKL__HIDDEN int zkl__set(zkl__call_t *call, zkl__session_t *s,
                          const char *path, const char *data, int len,
@@ -514,6 +521,13 @@ ZKL__HIDDEN int zkl__batch_create(zkl__call_t *call, zkl__session_t *s,
                                   int len, int flags);
 ZKL__HIDDEN int zkl__batch_delete(zkl__call_t *call, zkl__session_t *s,
                                   const char *path);
+/* Deletes path and its parent in one transaction: the parent only if the
+ * node's delete is applied with it (then the parent is surely the one the
+ * node was in), and the node alone, once more, if the parent's fails
+ * (someone else's node came in). */
+ZKL__HIDDEN int zkl__batch_delete_pair(zkl__call_t *call, zkl__call_t *pcall,
+                                       zkl__session_t *s, const char *path,
+                                       const char *parent);
 ZKL__HIDDEN int zkl__batch_list(zkl__call_t *call, zkl__session_t *s,
                                 const char *path, zkl__call_t *create);
 ZKL__HIDDEN void zkl__batch_init(zkl__session_t *s);
@@ -522,6 +536,8 @@ ZKL__HIDDEN void zkl__batch_fini(zkl__session_t *s);
  * after taking a transaction slot themselves (s->inflight++) to make a
  * batch of what they issue meanwhile. */
 ZKL__HIDDEN void zkl__batch_done(zkl__session_t *s);
+/* For tests: the ops held back on s, and in how many transactions. */
+ZKL__HIDDEN int zkl__batch_queued(zkl__session_t *s, int *transactions);
 /* zkcall.c's completions, which batch.c reuses for the answers it gets */
 ZKL__HIDDEN void zkl__on_create(int rc, const char *value,
                                 const struct Stat *stat, const void *data);

@@ -1358,9 +1358,10 @@ static int stat_own(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a,
  * the cost of a round trip to the leader on every unlock. */
 static int remove_node(zkl_client_t *c, zkl__acq_t *a, int judge) {
   zkl__session_t *s = a->sess;
-  zkl__call_t st, del, *ptrs[2] = {&st, &del};
+  zkl__queue_t *q = a->q;
+  zkl__call_t st, del, pd, *ptrs[3] = {&st, &del, &pd};
   uint64_t epoch = c->conn_epoch;
-  int rc, left;
+  int rc, left, tidy;
   if (!a->path || !s)
     return s ? ZOK : ZSESSIONEXPIRED;
   a->sess = NULL;
@@ -1373,19 +1374,33 @@ static int remove_node(zkl_client_t *c, zkl__acq_t *a, int judge) {
     zkl__defer_delete(c, s, a->path);
     rc = ZCONNECTIONLOSS;
   } else {
+    /* A release that leaves the parent this object made empty takes it
+     * along, in the same transaction: per-key locks would otherwise leave
+     * the server a parent per key to sweep, at a bounded rate. Only on an
+     * object's first release: one taken again keeps its parent from then
+     * on (deleted at close, tidy_dir) rather than make it anew each time. */
+    tidy = judge && q->dir_made && q->dir_alone && !q->dir_kept;
+    if (judge)
+      q->dir_kept = 1;
     zkl__call_init(&st, c, &a->cv);
     zkl__call_init(&del, c, &a->cv);
+    zkl__call_init(&pd, c, &a->cv);
     if (judge)
-      zkl__call_batch(ptrs, 2, &left);
+      zkl__call_batch(ptrs, tidy ? 3 : 2, &left);
     pthread_mutex_unlock(&c->mu);
     if (judge)
       zkl__exists(&st, s, a->path);
-    zkl__delete(&del, s, a->path);
+    if (tidy)
+      zkl__delete_with_parent(&del, &pd, s, a->path, q->dir);
+    else
+      zkl__delete(&del, s, a->path);
     pthread_mutex_lock(&c->mu);
     if (judge)
-      zkl__call_wait(ptrs, 2);
+      zkl__call_wait(ptrs, tidy ? 3 : 2);
     else
       zkl__call_wait(&ptrs[1], 1);
+    if (tidy && pd.rc == ZOK) /* gone: the next join makes it again */
+      q->dir_made = 0, q->dir_seen = 0, q->dir_alone = 0;
     rc = del.rc;
     /* A delete that landed vouches only with a read, just before it, that
      * found our node: without one (the read failed, or found no node and

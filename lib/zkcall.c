@@ -212,6 +212,14 @@ int zkl__delete(zkl__call_t *call, zkl__session_t *s, const char *path) {
   return issued(call, zkl__batch_delete(call, s, path));
 }
 
+int zkl__delete_with_parent(zkl__call_t *call, zkl__call_t *pcall,
+                            zkl__session_t *s, const char *path,
+                            const char *dir) {
+  int rc = zkl__batch_delete_pair(call, pcall, s, path, dir);
+  issued(pcall, rc);
+  return issued(call, rc);
+}
+
 int zkl__set(zkl__call_t *call, zkl__session_t *s, const char *path,
              const char *data, int len, int version) {
   return issued(call,

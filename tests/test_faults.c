@@ -319,26 +319,38 @@ static void test_multilock_read_lost(void) {
 /* Group commit (batch.c): one op of a transaction fails, and its
  * neighbours must not. The test takes the session's transaction slot
  * itself, so that everything issued meanwhile leaves as one zoo_amulti
- * when it hands the slot back: two creates, each with its listing behind
- * it, a delete of a node that is not there, and a delete of one that is.
- * The missing one gets ZNONODE; the others are applied once, and the
- * listings, asked again behind the transaction that carried their create
- * at last, show it. */
+ * when it hands the slot back: two creates (in two directories), each
+ * with its listing behind it, a delete of a node that is not there, and a
+ * delete of one that is. The missing one gets ZNONODE; the others are
+ * applied once, and the listings, asked again behind the transaction that
+ * carried their create at last, show it. Then two creates in one
+ * directory, issued together: never one transaction, whose one zxid would
+ * give both nodes the same fencing token. */
+static void batch_slot(zkl__session_t *s) {
+  pthread_mutex_lock(&s->bmu);
+  s->inflight++; /* as if a transaction were out */
+  pthread_mutex_unlock(&s->bmu);
+}
+
 static void test_batch_failed_neighbour(void) {
   zkl_client_t *c = client(10000);
-  zkl_mutex_t *m;
+  zkl_mutex_t *m, *m2;
   zkl__session_t *s;
   zkl__call_t cr[2], ls[2], gone, del, *all[6];
   pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-  char dir[256], victim[300], missing[300], node[300];
-  int i, j, found, left;
+  char dir[2][256], victim[300], missing[300], node[2][300];
+  int i, j, n, found, left;
   new_root();
   m = mutex(c, "batch");
-  CHECK_RC(zkl_mutex_lock(m), ZKL_OK); /* connected; the directory made */
-  snprintf(dir, sizeof dir, "%s/batch", root);
-  snprintf(victim, sizeof victim, "%s/victim", dir);
-  snprintf(missing, sizeof missing, "%s/missing", dir);
-  snprintf(node, sizeof node, "%s/n-", dir);
+  m2 = mutex(c, "batch2");
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK); /* connected; the directories */
+  CHECK_RC(zkl_mutex_lock(m2), ZKL_OK);
+  for (i = 0; i < 2; i++) {
+    snprintf(dir[i], sizeof dir[i], "%s/batch%s", root, i ? "2" : "");
+    snprintf(node[i], sizeof node[i], "%s/n-", dir[i]);
+  }
+  snprintf(victim, sizeof victim, "%s/victim", dir[0]);
+  snprintf(missing, sizeof missing, "%s/missing", dir[0]);
   CHECK_INT(zoo_create(admin, victim, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0,
                        NULL, 0),
             ==, ZOK);
@@ -346,9 +358,7 @@ static void test_batch_failed_neighbour(void) {
   s = c->sess;
   s->refs++;
   pthread_mutex_unlock(&c->mu);
-  pthread_mutex_lock(&s->bmu);
-  s->inflight++; /* as if a transaction were out */
-  pthread_mutex_unlock(&s->bmu);
+  batch_slot(s);
   for (i = 0; i < 2; i++) {
     zkl__call_init(&cr[i], c, &cv);
     zkl__call_init(&ls[i], c, &cv);
@@ -358,17 +368,19 @@ static void test_batch_failed_neighbour(void) {
   all[0] = &cr[0], all[1] = &ls[0], all[2] = &gone, all[3] = &cr[1];
   all[4] = &ls[1], all[5] = &del;
   zkl__call_batch(all, 6, &left);
-  CHECK_INT(zkl__create(&cr[0], s, node, NULL, -1, ZOO_EPHEMERAL_SEQUENTIAL),
+  CHECK_INT(zkl__create(&cr[0], s, node[0], NULL, -1,
+                        ZOO_EPHEMERAL_SEQUENTIAL),
             ==, ZOK);
-  CHECK_INT(zkl__children_after(&ls[0], s, dir, &cr[0]), ==, ZOK);
+  CHECK_INT(zkl__children_after(&ls[0], s, dir[0], &cr[0]), ==, ZOK);
   CHECK_INT(zkl__delete(&gone, s, missing), ==, ZOK);
-  CHECK_INT(zkl__create(&cr[1], s, node, NULL, -1, ZOO_EPHEMERAL_SEQUENTIAL),
+  CHECK_INT(zkl__create(&cr[1], s, node[1], NULL, -1,
+                        ZOO_EPHEMERAL_SEQUENTIAL),
             ==, ZOK);
-  CHECK_INT(zkl__children_after(&ls[1], s, dir, &cr[1]), ==, ZOK);
+  CHECK_INT(zkl__children_after(&ls[1], s, dir[1], &cr[1]), ==, ZOK);
   CHECK_INT(zkl__delete(&del, s, victim), ==, ZOK);
-  pthread_mutex_lock(&s->bmu);
-  CHECK_INT(s->queued ? 1 : 0, ==, 1); /* held back, all of them */
-  pthread_mutex_unlock(&s->bmu);
+  /* held back, all of them, in one transaction */
+  CHECK_INT(zkl__batch_queued(s, &n), ==, 4);
+  CHECK_INT(n, ==, 1);
   zkl__batch_done(s);
   pthread_mutex_lock(&c->mu);
   zkl__call_wait(all, 6);
@@ -389,16 +401,43 @@ static void test_batch_failed_neighbour(void) {
       found += strcmp(ls[i].kids.data[j], strrchr(cr[i].path, '/') + 1) == 0;
     CHECK_INT(found, ==, 1); /* its listing saw it */
   }
-  CHECK_INT(queue_count("batch"), ==, 3); /* the lock's node and two, once */
+  CHECK_INT(queue_count("batch"), ==, 2);  /* the lock's node and one, once */
+  CHECK_INT(queue_count("batch2"), ==, 2);
   pthread_mutex_lock(&c->mu);
   for (i = 0; i < 2; i++) {
     zkl__call_free(&cr[i]);
     zkl__call_free(&ls[i]);
+    zkl__call_init(&cr[i], c, &cv);
   }
+  pthread_mutex_unlock(&c->mu);
+  /* two creates in one directory: two transactions, two tokens */
+  batch_slot(s);
+  all[1] = &cr[1];
+  zkl__call_batch(all, 2, &left);
+  CHECK_INT(zkl__create(&cr[0], s, node[0], NULL, -1,
+                        ZOO_EPHEMERAL_SEQUENTIAL),
+            ==, ZOK);
+  CHECK_INT(zkl__create(&cr[1], s, node[0], NULL, -1,
+                        ZOO_EPHEMERAL_SEQUENTIAL),
+            ==, ZOK);
+  CHECK_INT(zkl__batch_queued(s, &n), ==, 2);
+  CHECK_INT(n, ==, 2);
+  zkl__batch_done(s);
+  pthread_mutex_lock(&c->mu);
+  zkl__call_wait(all, 2);
+  pthread_mutex_unlock(&c->mu);
+  CHECK_INT(cr[0].rc, ==, ZOK);
+  CHECK_INT(cr[1].rc, ==, ZOK);
+  CHECK(cr[0].stat.czxid != 0 && cr[1].stat.czxid > cr[0].stat.czxid);
+  pthread_mutex_lock(&c->mu);
+  for (i = 0; i < 2; i++)
+    zkl__call_free(&cr[i]);
   zkl__session_put(c, s);
   pthread_mutex_unlock(&c->mu);
   CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  CHECK_RC(zkl_mutex_unlock(m2), ZKL_OK);
   zkl_mutex_destroy(m);
+  zkl_mutex_destroy(m2);
   zkl_client_destroy(c);
 }
 

@@ -13,7 +13,8 @@ Control, by creating a file in STATE_DIR (the proxy removes it when done):
                      then close the client's connection before the reply
                      can reach it; if the file says "stall", create
                      STATE_DIR/stall at the cut
-  cut-after-delete   the same for the next delete request
+  cut-after-delete   the same for the next delete request, alone or in a
+                     transaction (a release that takes its parent along)
   cut-after-multi    the same for the next transaction (a multi-lock's)
   cut-now            close every proxied connection at once
   delay              (kept while present) "MEAN_MS JITTER_MS STALL_PERMILLE
@@ -144,6 +145,8 @@ def client_to_server(c, s, held, cutting):
                 cut = take("cut-after-delete")
             elif not first and op == OP_MULTI:
                 cut = take("cut-after-multi")
+                if cut is None:  # a release taking its parent along
+                    cut = take("cut-after-delete")
             if cut is not None:
                 cutting.set()  # no reply of the server's reaches the client now
             s.sendall(head + body)
