@@ -821,6 +821,61 @@ static void rtt(void) {
   free(wr), free(rd);
 }
 
+/* The most reads one session gets answered per second: exists on one node,
+ * 64 in flight, with the plain ZooKeeper client. A session talks to one
+ * server, which answers all its reads, so this bounds any recipe that
+ * reads R times per cycle on one client at read_ceiling / R cycles/s. */
+static pthread_mutex_t rc_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t rc_cv = PTHREAD_COND_INITIALIZER;
+static int rc_out, rc_errors;
+
+static void on_read_ceiling(int rc, const struct Stat *st, const void *d) {
+  (void)st, (void)d;
+  pthread_mutex_lock(&rc_mu);
+  rc_out--;
+  rc_errors += rc != ZOK;
+  pthread_cond_signal(&rc_cv);
+  pthread_mutex_unlock(&rc_mu);
+}
+
+static void read_ceiling(void) {
+  zhandle_t *zh = zookeeper_init2(connect_str, no_watch, session_ms, NULL,
+                                  NULL, 0, quiet);
+  int i, n = M * 10;
+  int64_t t0;
+  double secs;
+  for (i = 0; zh && i < 200 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
+    usleep(50000);
+  if (!zh || zoo_state(zh) != ZOO_CONNECTED_STATE)
+    die("read-ceiling: connect", ZKL_ECONNECT);
+  zoo_set_servers_resolution_delay(zh, -1);
+  zoo_create(zh, root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+  zoo_create(zh, base, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+  t0 = now_ns();
+  for (i = 0; i < n; i++) {
+    pthread_mutex_lock(&rc_mu);
+    while (rc_out >= 64)
+      pthread_cond_wait(&rc_cv, &rc_mu);
+    rc_out++;
+    pthread_mutex_unlock(&rc_mu);
+    if (zoo_aexists(zh, base, 0, on_read_ceiling, NULL) != ZOK)
+      die("read-ceiling: exists", ZKL_EPROTO);
+  }
+  pthread_mutex_lock(&rc_mu);
+  while (rc_out > 0)
+    pthread_cond_wait(&rc_cv, &rc_mu);
+  pthread_mutex_unlock(&rc_mu);
+  secs = (double)(now_ns() - t0) / 1e9;
+  zookeeper_close(zh);
+  begin("read-ceiling");
+  key_int("ops", n);
+  key_num("secs", secs);
+  key_num("ops_per_s", round(n / secs * 10) / 10);
+  key_int("inflight", 64);
+  key_int("errors", rc_errors);
+  end();
+}
+
 static const char *default_connect(void) {
   static char buf[1024];
   const char *e = getenv("ZKB_CONNECT"), *dir = getenv("ZKB_DIR");
@@ -914,6 +969,8 @@ int main(int argc, char **argv) {
       idle_waiters();
     else if (!strcmp(w, "rtt"))
       rtt();
+    else if (!strcmp(w, "read-ceiling"))
+      read_ceiling();
     else if (!strcmp(w, "read-heavy"))
       family(w, 0);
     else if (!strcmp(w, "semaphore"))
