@@ -28,9 +28,11 @@
  * - What a create answers. A create inside a transaction returns its name
  *   but no stat, and an owner needs the czxid (fencing token, ownership):
  *   an exists asks for it as soon as the transaction is answered. (The
- *   parent's pzxid in the listing behind it is not it in general: a
- *   create does not always move the parent's cversion and pzxid, as
- *   exclusion.itest found when we tried.)
+ *   parent's pzxid in the listing behind it is it only when no node came
+ *   after ours and none was ever deleted there: the server shows cversion
+ *   as twice its count of creates minus the children, which is our
+ *   sequence number + 1 only then. A lock used twice never passes, so
+ *   one exists serves every case.)
  *
  * Container creates never go in a transaction: Debian's 3.8.0 C client
  * reads a container create's answer in a multi as a plain create's (path
