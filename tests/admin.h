@@ -113,6 +113,23 @@ static inline int replace_node(const char *path, int flags) {
   return zoo_multi(admin, 2, ops, res);
 }
 
+/* Creates path, a persistent node of the admin's right under the root.
+ * A per-key lock's release takes its directory along, and a root left
+ * empty goes in the server's next sweep (each second in the test
+ * ensemble): then the root is made again. A container that never had a
+ * child is not swept, so it lasts until path is in it. */
+static inline int admin_create_in_root(const char *path, const char *data,
+                                       int len) {
+  int rc = ZNONODE, i;
+  for (i = 0; rc == ZNONODE && i < 3; i++) {
+    rc = zoo_create(admin, path, data, len, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    if (rc == ZNONODE)
+      (void)zoo_create(admin, root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
+                       ZOO_CONTAINER, NULL, 0);
+  }
+  return rc;
+}
+
 /* Waits until queue `name` has n nodes (a job queued, not holding yet). */
 #define QUEUED(name, n)                                                        \
   do {                                                                         \

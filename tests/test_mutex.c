@@ -200,8 +200,9 @@ static void test_release_takes_parent(void) {
 }
 
 /* Per-key locks: an object that made its key's parent, and last found
- * its node alone there, deletes the parent when destroyed; keys used
- * once leave nothing behind for the server's sweep. A parent with a
+ * its node alone there, deletes the parent with its release (or, once it
+ * has held again, when destroyed); keys used once leave nothing behind
+ * for the server's sweep. A parent with a
  * newcomer in it stays, and the newcomer's hold with it; so does a
  * parent someone else deleted and made again meanwhile: not ours. */
 struct keys_job {
@@ -249,8 +250,8 @@ static void test_keys_leave_no_parent(void) {
   CHECK_RC(zkl_mutex_unlock(a), ZKL_OK);
   snprintf(path, sizeof path, "%s/remade-key", root);
   rc = replace_node(path, 0); /* a persistent one now */
-  if (rc == ZNONODE)          /* the sweep was first */
-    rc = zoo_create(admin, path, "evil", 4, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+  if (rc == ZNONODE) /* gone with our release */
+    rc = admin_create_in_root(path, "evil", 4);
   CHECK_INT(rc, ==, ZOK);
   CHECK_RC(zkl_mutex_destroy(a), ZKL_OK);
   a = mutex(c, "shared-key");
@@ -461,8 +462,7 @@ static void test_parent_recreated_tokens_increase(void) {
   }
   rc = zoo_delete(admin, dir, -1); /* or gone with our first release */
   CHECK(rc == ZOK || rc == ZNONODE);
-  CHECK_INT(zoo_create(admin, dir, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),
-            ==, ZOK);
+  CHECK_INT(admin_create_in_root(dir, NULL, -1), ==, ZOK);
   CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
   CHECK_RC(zkl_mutex_token(m, &t2), ZKL_OK);
   CHECK(t2 > t1);

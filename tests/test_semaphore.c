@@ -175,8 +175,7 @@ static void test_mismatch_and_bare_directory(void) {
   zkl_semaphore_destroy(s3);
   /* an operator's persistent directory, no data */
   snprintf(path, sizeof path, "%s/bare", root);
-  CHECK_INT(zoo_create(admin, path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),
-            ==, ZOK);
+  CHECK_INT(admin_create_in_root(path, NULL, -1), ==, ZOK);
   s2 = semaphore(c, "bare", 2);
   CHECK_RC(zkl_semaphore_acquire(s2, &l), ZKL_OK);
   CHECK_INT(zoo_get(admin, path, 0, buf, &len, NULL), ==, ZOK);
