@@ -363,7 +363,7 @@ static int send_batch(zkl__session_t *s, batch_t *b) {
     zoo_create_op_init(&b->zops[i], op->path, op->data, op->len, s->c->acl,
                        op->flags, op->out, op->outlen);
   }
-  rc = zoo_amulti(s->zh, b->n, b->zops, b->res, on_multi, b);
+  rc = zkl__zoo_amulti(s->zh, b->n, b->zops, b->res, on_multi, b);
   if (rc != ZOK)
     return rc;
   b->sent = 1;

@@ -499,6 +499,12 @@ ZKL__HIDDEN void zkl__set_nowait(zkl__session_t *s, const char *path,
                                  const char *data, int len, int version);
 ZKL__HIDDEN int zkl__sync(zkl__call_t *call, zkl__session_t *s,
                           const char *path);
+/* zoo_amulti, refused with ZINVALIDSTATE without calling it on a handle
+ * whose session expired or whose credentials were refused: there the
+ * 3.8.0 client frees the caller's paths (zkcall.c says how). */
+ZKL__HIDDEN int zkl__zoo_amulti(zhandle_t *zh, int n, const zoo_op_t *ops,
+                                zoo_op_result_t *results, void_completion_t fn,
+                                const void *data);
 /* A transaction (zoo_amulti) of ops[0..n); ops, their buffers and
  * results[0..n) must live until the call is done. */
 ZKL__HIDDEN int zkl__multi(zkl__call_t *call, zkl__session_t *s, int n,

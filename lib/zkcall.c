@@ -243,9 +243,26 @@ int zkl__sync(zkl__call_t *call, zkl__session_t *s, const char *path) {
   return issued(call, zoo_async(s->zh, path, on_sync, call));
 }
 
+/* Debian's 3.8.0 zoo_amulti checks the handle's state op by op, and once
+ * one op fails the check (session expired, credentials refused), each later
+ * op frees the path left in a stack slot by the op before: one of the
+ * caller's paths, freed behind its back, and twice from the third op on.
+ * A handle in those states refuses every request anyway, so the refusal
+ * is made here, before the client can do that. The state moves there only
+ * when a (re)connection's handshake is answered, so the check can be
+ * overtaken only if this thread stalls inside the call for that long. */
+int zkl__zoo_amulti(zhandle_t *zh, int n, const zoo_op_t *ops,
+                    zoo_op_result_t *results, void_completion_t fn,
+                    const void *data) {
+  if (zoo_state(zh) < 0) /* ZOO_EXPIRED_SESSION_STATE, ZOO_AUTH_FAILED_STATE */
+    return ZINVALIDSTATE;
+  return zoo_amulti(zh, n, ops, results, fn, data);
+}
+
 int zkl__multi(zkl__call_t *call, zkl__session_t *s, int n,
                const zoo_op_t *ops, zoo_op_result_t *results) {
-  return issued(call, zoo_amulti(s->zh, n, ops, results, zkl__on_void, call));
+  return issued(call,
+                zkl__zoo_amulti(s->zh, n, ops, results, zkl__on_void, call));
 }
 
 void zkl__call_wait(zkl__call_t **calls, int n) {

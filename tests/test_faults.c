@@ -78,6 +78,47 @@ static void expire(zkl_client_t *c) {
   zookeeper_close(zh);
 }
 
+static void on_void_unused(int rc, const void *data) { (void)rc, (void)data; }
+
+/* A transaction on a handle whose session has expired. Debian's 3.8.0
+ * client, asked directly, fails the first op's state check, then frees the
+ * first op's path (ours) at the second op and again at the third: glibc
+ * aborts on the double free. zkl__zoo_amulti refuses before it, and every
+ * path is still ours to free. */
+static void test_multi_on_expired_handle(void) {
+  zhandle_t *zh, *other;
+  clientid_t id;
+  zoo_op_t ops[3];
+  zoo_op_result_t res[3];
+  char *path[3];
+  int i;
+  zh = zookeeper_init2(servers, admin_watcher, 10000, NULL, NULL, 0,
+                       quiet_zk_log);
+  CHECK(zh != NULL);
+  for (i = 0; i < 1000 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
+    usleep(10000);
+  id = *zoo_client_id(zh);
+  other = zookeeper_init2(servers, admin_watcher, 10000, &id, NULL, 0,
+                          quiet_zk_log);
+  CHECK(other != NULL);
+  for (i = 0; i < 1000 && zoo_state(other) != ZOO_CONNECTED_STATE; i++)
+    usleep(10000);
+  zookeeper_close(other); /* ends the session zh still thinks it has */
+  for (i = 0; i < 3000 && zoo_state(zh) != ZOO_EXPIRED_SESSION_STATE; i++)
+    usleep(10000);
+  CHECK_INT(zoo_state(zh), ==, ZOO_EXPIRED_SESSION_STATE);
+  for (i = 0; i < 3; i++) {
+    path[i] = malloc(32);
+    snprintf(path[i], 32, "/expired-%d", i);
+    zoo_delete_op_init(&ops[i], path[i], -1);
+  }
+  CHECK_INT(zkl__zoo_amulti(zh, 3, ops, res, on_void_unused, NULL), ==,
+            ZINVALIDSTATE);
+  for (i = 0; i < 3; i++)
+    free(path[i]);
+  zookeeper_close(zh);
+}
+
 struct handle_errors {
   pthread_mutex_t mu;
   _Atomic(zkl_client_t *) c;
@@ -451,6 +492,7 @@ int main(void) {
   RUN(test_multilock_through_expiry);
   RUN(test_multilock_read_lost);
   RUN(test_batch_failed_neighbour);
+  RUN(test_multi_on_expired_handle);
   admin_close();
   return CHECK_DONE();
 }
