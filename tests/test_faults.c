@@ -61,21 +61,32 @@ static void test_unlock_read_lost(void) {
   zkl_client_destroy(c);
 }
 
-/* Ends c's session from outside: a second handle on the same session
- * closes it, and c learns of the expiry when it reconnects. */
+/* A handle on the session `id` names (NULL: a new one), connected. */
+static zhandle_t *connected_handle(const clientid_t *id) {
+  zhandle_t *zh = zookeeper_init2(servers, admin_watcher, 10000, id, NULL, 0,
+                                  quiet_zk_log);
+  int i;
+  CHECK(zh != NULL);
+  for (i = 0; zh && i < 1000 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
+    usleep(10000);
+  CHECK_INT(zh ? zoo_state(zh) : 0, ==, ZOO_CONNECTED_STATE);
+  return zh;
+}
+
+/* Ends a session from outside: a second handle on it closes it, and its
+ * first handle learns of the expiry when it reconnects. */
+static void expire_session(const clientid_t *id) {
+  zhandle_t *zh = connected_handle(id);
+  if (zh)
+    zookeeper_close(zh);
+}
+
 static void expire(zkl_client_t *c) {
   clientid_t id;
-  zhandle_t *zh;
-  int i;
   pthread_mutex_lock(&c->mu);
   id = *zoo_client_id(c->sess->zh);
   pthread_mutex_unlock(&c->mu);
-  zh = zookeeper_init(servers, admin_watcher, 10000, &id, NULL, 0);
-  CHECK(zh != NULL);
-  for (i = 0; i < 1000 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
-    usleep(10000);
-  CHECK_INT(zoo_state(zh), ==, ZOO_CONNECTED_STATE);
-  zookeeper_close(zh);
+  expire_session(&id);
 }
 
 static void on_void_unused(int rc, const void *data) { (void)rc, (void)data; }
@@ -86,24 +97,14 @@ static void on_void_unused(int rc, const void *data) { (void)rc, (void)data; }
  * aborts on the double free. zkl__zoo_amulti refuses before it, and every
  * path is still ours to free. */
 static void test_multi_on_expired_handle(void) {
-  zhandle_t *zh, *other;
-  clientid_t id;
+  zhandle_t *zh = connected_handle(NULL);
   zoo_op_t ops[3];
   zoo_op_result_t res[3];
   char *path[3];
   int i;
-  zh = zookeeper_init2(servers, admin_watcher, 10000, NULL, NULL, 0,
-                       quiet_zk_log);
-  CHECK(zh != NULL);
-  for (i = 0; i < 1000 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
-    usleep(10000);
-  id = *zoo_client_id(zh);
-  other = zookeeper_init2(servers, admin_watcher, 10000, &id, NULL, 0,
-                          quiet_zk_log);
-  CHECK(other != NULL);
-  for (i = 0; i < 1000 && zoo_state(other) != ZOO_CONNECTED_STATE; i++)
-    usleep(10000);
-  zookeeper_close(other); /* ends the session zh still thinks it has */
+  if (!zh)
+    return;
+  expire_session(zoo_client_id(zh));
   for (i = 0; i < 3000 && zoo_state(zh) != ZOO_EXPIRED_SESSION_STATE; i++)
     usleep(10000);
   CHECK_INT(zoo_state(zh), ==, ZOO_EXPIRED_SESSION_STATE);

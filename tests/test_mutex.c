@@ -202,9 +202,9 @@ static void test_release_takes_parent(void) {
 /* Per-key locks: an object that made its key's parent, and last found
  * its node alone there, deletes the parent with its release (or, once it
  * has held again, when destroyed); keys used once leave nothing behind
- * for the server's sweep. A parent with a
- * newcomer in it stays, and the newcomer's hold with it; so does a
- * parent someone else deleted and made again meanwhile: not ours. */
+ * for the server's sweep. A parent with a newcomer in it stays, and the
+ * newcomer's hold with it; so does a parent someone else deleted and made
+ * again meanwhile: not ours. */
 struct keys_job {
   zkl_client_t *c;
   int id, failed;
