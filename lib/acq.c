@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -61,6 +62,12 @@ int zkl__owns_on(const zkl__acq_t *a, const zkl__session_t *s,
 
 int zkl__owns(const zkl__acq_t *a, const struct Stat *st) {
   return zkl__owns_on(a, a->sess, st);
+}
+
+int zkl__acq_data_intact(const zkl__acq_t *a, const char *d, int len) {
+  const zkl__queue_t *q = a->q;
+  return zkl__data_intact(d, len > 0 ? (size_t)len : 0, (long)getpid(), q->id,
+                          q->user_data, q->user_len, a->marks);
 }
 
 void zkl__lose(zkl_client_t *c, zkl__acq_t *a, const char *why) {
@@ -197,8 +204,15 @@ static void on_verified(zkl__call_t *call) {
   zkl__acq_t *a = acq_by_node(c, v->path, v->id);
   int rc = call->rc;
   if (a && a->path && a->sess == v->s && a->czxid == v->czxid) {
-    int mine = rc == ZOK && zkl__owns(a, &call->stat);
+    int ours = rc == ZOK && zkl__owns(a, &call->stat);
+    /* rewritten by someone else: a mark we did not write ("mode=read")
+     * would let others in beside us, so the node is no longer a hold */
+    int rewritten = ours && !zkl__acq_data_intact(a, call->data,
+                                                  call->data_len);
+    int mine = ours && !rewritten;
     int gone = rc == ZNONODE || (rc == ZOK && !mine);
+    if (mine)
+      a->dversion = call->stat.version;
     if (mine && a->own_watch == ZKL__OWN_PENDING &&
         !(a->q->flags & ZKL__Q_NO_NODE_WATCH))
       a->own_watch = ZKL__OWN_OK;
@@ -212,10 +226,16 @@ static void on_verified(zkl__call_t *call) {
       }
       if (mine && c->state == ZKL_CLIENT_CONNECTED)
         zkl__set_state(c, a, zkl__held_state(a));
-      else if (gone)
+      else if (rewritten) {
+        /* ours still: deleted at once, or it would keep the queue waiting
+         * behind a hold that is no longer one */
+        zkl__defer_delete_now(c, v->s, a->path);
+        zkl__lose(c, a, "its data rewritten by someone else");
+      } else if (gone)
         zkl__lose(c, a, rc == ZNONODE ? "deleted by someone else"
                                       : "replaced by someone else's node");
     } else if (gone) {
+      a->tainted |= rewritten;
       a->revoked = 1;
       zkl__acq_kick(a);
     }

@@ -4,8 +4,12 @@
  * hold's own node first, the caller's ops after it, and, to commit and
  * release at once, the delete of that node last. The leader applies all
  * of it or none: a hold lost before the commit fails the check, however
- * late the holder sends. The recipes' guarded calls find the hold and
- * keep it alive; everything else is here. */
+ * late the holder sends. The check is of the node's data version as we
+ * last found its data intact (acq.c), so that a node whose data someone
+ * rewrote meanwhile (a forged "mode=read" lets readers in) commits
+ * nothing either: the node is read, and the transaction sent again only
+ * if what changed was a revoker's request. The recipes' guarded calls
+ * find the hold and keep it alive; everything else is here. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -16,6 +20,10 @@
 /* A value no ZooKeeper result carries: a result still holding it was
  * never filled in by an answer. */
 #define UNANSWERED 1
+
+/* How many times a transaction is sent again after a hold's data version
+ * moved for a revoker's request (each needs another such request). */
+#define VERSION_TRIES 3
 
 /* The parts of one transaction, freed together: the checks of the
  * holds' nodes (k of them) first, the caller's ops, then the deletes. */
@@ -83,7 +91,7 @@ static int build(txn_t *t, const zkl_client_t *c, zkl__acq_t *const *holds,
   for (k = 0; k < nh; k++) {
     if (!(t->bufs[k] = zkl__strdup(holds[k]->path)))
       return ZKL_ENOMEM;
-    zoo_check_op_init(&t->ops[k], t->bufs[k], -1);
+    zoo_check_op_init(&t->ops[k], t->bufs[k], holds[k]->dversion);
   }
   for (i = 0; i < n; i++, k++) {
     const zkl_op_t *o = &ops[i];
@@ -166,23 +174,38 @@ static int judge(zkl_client_t *c, zkl__acq_t *const *holds, const txn_t *t,
   return rc;
 }
 
+/* The first hold whose check failed for its data version, or -1. */
+static int moved(const txn_t *t, int rc) {
+  size_t i;
+  if (rc != ZBADVERSION)
+    return -1;
+  for (i = 0; i < t->k; i++)
+    if (t->res[i].err == ZBADVERSION)
+      return (int)i;
+  return -1;
+}
+
 int zkl__guarded(zkl__acq_t *const *holds, size_t nh, zkl_op_t *ops,
                  size_t n, unsigned flags) {
   zkl_client_t *c = holds[0]->q->c;
-  zkl__session_t *s;
+  zkl__session_t *s = NULL;
   zkl__call_t call, *ptrs[1] = {&call};
   txn_t t;
   size_t i;
-  int rc = ZKL_OK, release = (flags & ZKL_GUARD_RELEASE) != 0;
+  int rc, release = (flags & ZKL_GUARD_RELEASE) != 0, tries = 0, h;
   if (!args_ok(ops, n, flags))
     return ZKL_EINVAL;
+again:
+  rc = ZKL_OK;
   memset(&t, 0, sizeof t);
   pthread_mutex_lock(&c->mu);
-  s = holds[0]->sess; /* all on one session, as the check below demands */
+  /* all on one session, as the check below demands: the client's; a
+   * hold on another, or none, is lost, and only that one */
+  s = c->sess;
   for (i = 0; i < nh; i++) {
     zkl__acq_t *a = holds[i];
     if (atomic_load(&a->state) == ZKL_STATE_LOST || !a->sess || !a->path ||
-        a->sess->expired || a->sess != c->sess || a->sess != s) {
+        a->sess->expired || a->sess != s) {
       zkl__lose(c, a, "session expired");
       rc = ZKL_ELOST;
     }
@@ -206,6 +229,19 @@ int zkl__guarded(zkl__acq_t *const *holds, size_t nh, zkl_op_t *ops,
   zkl__call_wait(ptrs, 1);
   for (i = 0; i < nh; i++)
     holds[i]->self_delete = 0;
+  if ((h = moved(&t, call.rc)) >= 0 && tries++ < VERSION_TRIES) {
+    /* its data changed: a revoker's request, or a forgery that ends the
+     * hold (the read tells, and takes the hold's version) */
+    zkl__session_put(c, s);
+    pthread_mutex_unlock(&c->mu);
+    txn_free(&t);
+    rc = zkl__queue_verify(holds[h]->q, holds[h]);
+    if (rc == ZKL_OK)
+      goto again;
+    for (i = 0; i < n; i++)
+      ops[i].rc = ZRUNTIMEINCONSISTENCY;
+    return rc == ZKL_EREVOKED ? ZKL_ELOST : rc;
+  }
   rc = judge(c, holds, &t, ops, n, call.rc, release);
   zkl__session_put(c, s);
   pthread_mutex_unlock(&c->mu);

@@ -246,6 +246,13 @@ struct zkl__acq {
    * REVOKE_REQUESTED instead of HELD, and its loss ZKL_EREVOKED (under
    * c->mu). */
   int revoke_asked;
+  /* Our node's data (under c->mu): the status lines we wrote or are
+   * writing (ZKL__MARK_*); its version as last found intact, which a
+   * guarded write checks; and whether a waiting node was found rewritten
+   * by someone else (the wait then ends, ZKL_EREVOKED). */
+  unsigned marks;
+  int32_t dversion;
+  int tainted;
   struct zkl__run *run;  /* while acquiring: the protocol's machine (queue.c) */
   zkl__went_t own_went;  /* path: our node's, while we know it */
   uint64_t evseq;        /* the path watcher's last event that saw us */
@@ -419,6 +426,18 @@ static inline int zkl__lost_rc(const zkl__acq_t *a) {
 /* Whether node data d carries a revocation request: a "revoke=" line in
  * zklock's header, or Apache Curator's "__REVOKE__" (policy.c). */
 ZKL__HIDDEN int zkl__revoke_asked(const char *d, size_t len);
+/* Whether node data d is what we wrote to our node (zkl__node_data with
+ * this pid, id and user data), give or take what others may add: revokers'
+ * requests, or Curator's "__REVOKE__" over it all. `marks`: the status
+ * lines we added or are adding (ZKL__MARK_*); any other line, or one of
+ * ours changed or taken out, is someone else's doing (policy.c). */
+enum { ZKL__MARK_READ = 1, ZKL__MARK_HELD = 2 };
+ZKL__HIDDEN int zkl__data_intact(const char *d, size_t len, long pid,
+                                 const char *id, const void *user,
+                                 size_t ulen, unsigned marks);
+/* The same for a's node (acq.c). */
+ZKL__HIDDEN int zkl__acq_data_intact(const zkl__acq_t *a, const char *d,
+                                     int len);
 /* Under c->mu: a's node is gone or not ours while it holds. */
 ZKL__HIDDEN void zkl__lose(zkl_client_t *c, zkl__acq_t *a, const char *why);
 
@@ -560,7 +579,7 @@ ZKL__HIDDEN void zkl__call_wait(zkl__call_t **calls, int n);
 #ifdef ZKL_FAULT_INJECTION
 /* Only in libzklock_internal, for tests/test_faults.c: when set, the next
  * create completion cannot keep the node's name (as if out of memory), the
- * next exists completion reports a lost connection. */
+ * next exists or getData completion reports a lost connection. */
 ZKL__HIDDEN extern _Atomic int zkl__fault_create_nomem, zkl__fault_stat_lost;
 /* While positive, that many new session handles cannot be made (EMFILE). */
 ZKL__HIDDEN extern _Atomic int zkl__fault_new_session;

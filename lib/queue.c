@@ -334,8 +334,11 @@ static void drop_node(zkl_client_t *c, zkl__acq_t *a) {
   a->own_watch = ZKL__OWN_NONE;
 }
 
-/* Decide, leaving our node alone when it is not ours to delete. */
+/* Decide, leaving our node alone when it is not ours to delete; one whose
+ * data someone rewrote is still ours, and goes. */
 static void end_run(zkl__acq_t *a, int rc) {
+  if (rc == ZKL_EREVOKED && a->tainted && a->path && a->sess)
+    zkl__defer_delete_now(a->q->c, a->sess, a->path);
   if (rc == ZKL_EREVOKED)
     drop_node(a->q->c, a);
   finish(a, rc);
@@ -499,6 +502,7 @@ static void adopt(zkl__acq_t *a, char *path, const struct Stat *st) {
   a->path = path;
   zkl__went_add(a->q->c, &a->own_went, path, a, -1);
   a->czxid = st->czxid;
+  a->dversion = st->version;
   a->sess = r->s;
   r->s = NULL;
   if (!zkl__name_parse(base ? base + 1 : path, &a->seq, &kind))
@@ -1089,7 +1093,7 @@ static void step_own_read(zkl__acq_t *a) {
   zkl__session_t *s = r->rs;
   int rc = r->aux.rc;
   int mine = rc == ZOK && zkl__owns(a, &r->aux.stat) && s == c->sess &&
-             !s->expired;
+             !s->expired && !a->tainted;
   zkl__session_put(c, s); /* a->sess keeps it alive, if it is still ours */
   r->rs = NULL;
   if (mine) {
@@ -1098,6 +1102,8 @@ static void step_own_read(zkl__acq_t *a) {
   } else if (zkl__is_conn_error(rc)) {
     await_conn(a, s, r->repoch, own_reconnected);
   } else if (rc == ZOK || rc == ZNONODE) {
+    if (a->tainted) /* gone() says why */
+      a->revoked = 1;
     after_look(a, gone(a));
   } else {
     after_look(a, is_session_error(rc) ? RETRY : rc);
@@ -1111,7 +1117,7 @@ static void step_own_read(zkl__acq_t *a) {
  * never have two leaders, and a node left by an expired session must
  * never make one. */
 static void confirm(zkl__acq_t *a, int fresh) {
-  if (!(a->q->flags & ZKL__Q_VERIFY_OWNER) &&
+  if (!(a->q->flags & ZKL__Q_VERIFY_OWNER) && !a->tainted &&
       (fresh || a->own_watch == ZKL__OWN_OK))
     after_look(a, HOLD);
   else
@@ -1319,14 +1325,15 @@ static void step_wait_eval(zkl__acq_t *a) {
   wait_end(a, rc);
 }
 
-/* Reads the stat of a's node on session s; under c->mu, dropped while
- * the requests are out. With `sync`, a sync goes first in the same round
- * trip, so that the read sees every write committed before the call,
- * through any server. Returns the read's ZooKeeper code. */
+/* Reads a's node on session s; under c->mu, dropped while the requests
+ * are out. With `sync`, a sync goes first in the same round trip, so that
+ * the read sees every write committed before the call, through any
+ * server. *intact: whether its data is as we wrote it (zkl__data_intact).
+ * Returns the read's ZooKeeper code. */
 static int stat_own(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a,
-                    int sync, struct Stat *out) {
+                    int sync, struct Stat *out, int *intact) {
   zkl__call_t sy, st, *ptrs[2] = {&sy, &st};
-  int left;
+  int left, rc;
   s->refs++;
   zkl__call_init(&sy, c, &a->cv);
   zkl__call_init(&st, c, &a->cv);
@@ -1335,12 +1342,16 @@ static int stat_own(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a,
   pthread_mutex_unlock(&c->mu);
   if (sync)
     zkl__sync(&sy, s, a->path);
-  zkl__exists(&st, s, a->path);
+  zkl__get(&st, s, a->path, 0);
   pthread_mutex_lock(&c->mu);
   zkl__call_wait(ptrs + !sync, sync ? 2 : 1);
   *out = st.stat;
+  *intact = st.rc == ZOK && zkl__acq_data_intact(a, st.data, st.data_len);
+  rc = st.rc;
+  zkl__call_free(&st);
+  zkl__call_free(&sy);
   zkl__session_put(c, s); /* a->sess or the caller keeps it alive */
-  return st.rc;
+  return rc;
 }
 /* Deletes our node and forgets it; under c->mu. Returns the delete's
  * ZooKeeper code (ZOK when there was nothing to delete). When the
@@ -1388,8 +1399,8 @@ static int remove_node(zkl_client_t *c, zkl__acq_t *a, int judge) {
     if (judge)
       zkl__call_batch(ptrs, tidy ? 3 : 2, &left);
     pthread_mutex_unlock(&c->mu);
-    if (judge)
-      zkl__exists(&st, s, a->path);
+    if (judge) /* with its data: rewritten by someone, it was no hold */
+      zkl__get(&st, s, a->path, 0);
     if (tidy)
       zkl__delete_with_parent(&del, &pd, s, a->path, q->dir);
     else
@@ -1414,7 +1425,14 @@ static int remove_node(zkl_client_t *c, zkl__acq_t *a, int judge) {
                         : "%s: deleted, but whose it was could not be read",
                     a->path);
       rc = ZNONODE;
+    } else if (rc == ZOK && judge &&
+               !zkl__acq_data_intact(a, st.data, st.data_len)) {
+      zkl__post_log(c, ZKL_LOG_WARN,
+                    "%s: its data was rewritten by someone else before unlock",
+                    a->path);
+      rc = ZNONODE;
     }
+    zkl__call_free(&st);
     if (zkl__is_conn_error(rc)) {
       zkl__defer_delete(c, s, a->path);
       if (judge)
@@ -1463,6 +1481,7 @@ static void relay(zkl__queue_t *q, zkl__acq_t *a) {
   size_t len;
   if (!s || !a->path || marked_data(q, "state=held", &d, &len) != ZKL_OK)
     return;
+  a->marks |= ZKL__MARK_HELD; /* before our own watch can see it */
   s->refs++;
   pthread_mutex_unlock(&c->mu);
   zkl__set_nowait(s, a->path, d, (int)len, 0);
@@ -1750,17 +1769,19 @@ int zkl__queue_downgrade(zkl__queue_t *q, zkl__acq_t *a) {
   zkl__session_t *s;
   char *nd;
   size_t len = 0;
-  int rc, version = 0, tries;
+  int rc, version = 0, tries, rewritten = 0;
   if ((rc = marked_data(q, "mode=read", &nd, &len)) != ZKL_OK)
     return rc;
   pthread_mutex_lock(&c->mu);
   s = a->sess;
   rc = ZKL_ELOST;
+  a->marks |= ZKL__MARK_READ; /* before our own watch can see it */
   for (tries = 0; s && !s->expired && a->path && tries < DOWNGRADE_TRIES &&
                   atomic_load(&a->state) != ZKL_STATE_LOST;
        tries++) {
     zkl__call_t set, *ptrs[1] = {&set};
     struct Stat st;
+    int intact;
     s->refs++;
     zkl__call_init(&set, c, &a->cv);
     pthread_mutex_unlock(&c->mu);
@@ -1768,12 +1789,17 @@ int zkl__queue_downgrade(zkl__queue_t *q, zkl__acq_t *a) {
     pthread_mutex_lock(&c->mu);
     zkl__call_wait(ptrs, 1);
     rc = set.rc;
+    if (rc == ZOK)
+      a->dversion = set.stat.version;
     if (rc == ZBADVERSION) {
       /* Someone else wrote to our node: write again over it, if it is
-       * still ours (creation zxid and owner), at the version it has. */
-      rc = stat_own(c, s, a, 0, &st);
+       * still ours (creation zxid and owner) and what they wrote was a
+       * revoker's request, at the version it has. */
+      rc = stat_own(c, s, a, 0, &st, &intact);
       if (rc == ZOK && !zkl__owns(a, &st))
         rc = ZNONODE;
+      if (rc == ZOK && !intact)
+        rewritten = 1, rc = ZKL_ELOST;
       version = st.version;
       if (rc == ZOK) {
         zkl__session_put(c, s);
@@ -1783,7 +1809,11 @@ int zkl__queue_downgrade(zkl__queue_t *q, zkl__acq_t *a) {
     zkl__session_put(c, s);
     break;
   }
-  if (rc == ZNONODE || is_session_error(rc) || rc == ZKL_ELOST) {
+  if (rewritten) {
+    zkl__defer_delete_now(c, s, a->path); /* ours: see acq.c on_verified */
+    zkl__lose(c, a, "its data rewritten by someone else");
+    rc = ZKL_ELOST;
+  } else if (rc == ZNONODE || is_session_error(rc) || rc == ZKL_ELOST) {
     zkl__lose(c, a, rc == ZNONODE ? "deleted or replaced by someone else"
                                   : "session expired");
     rc = ZKL_ELOST;
@@ -1807,7 +1837,7 @@ int zkl__queue_verify(zkl__queue_t *q, zkl__acq_t *a) {
   zkl_client_t *c = q->c;
   zkl__session_t *s;
   struct Stat st;
-  int rc;
+  int rc, intact;
   pthread_mutex_lock(&c->mu);
   s = a->sess;
   if (atomic_load(&a->state) == ZKL_STATE_LOST || !s || !a->path ||
@@ -1817,9 +1847,14 @@ int zkl__queue_verify(zkl__queue_t *q, zkl__acq_t *a) {
     return zkl__lost_rc(a);
   }
   s->refs++; /* past stat_own: a loss meanwhile drops a->sess's */
-  rc = stat_own(c, s, a, 1, &st);
-  if (rc == ZOK && a->sess == s && zkl__owns(a, &st)) {
+  rc = stat_own(c, s, a, 1, &st, &intact);
+  if (rc == ZOK && a->sess == s && zkl__owns(a, &st) && intact) {
+    a->dversion = st.version;
     rc = ZKL_OK;
+  } else if (rc == ZOK && a->sess == s && zkl__owns(a, &st)) {
+    zkl__defer_delete_now(c, s, a->path); /* ours: see acq.c on_verified */
+    zkl__lose(c, a, "its data rewritten by someone else");
+    rc = zkl__lost_rc(a);
   } else if (rc == ZOK || rc == ZNONODE || is_session_error(rc) ||
              a->sess != s) {
     zkl__lose(c, a, rc == ZOK ? "replaced by someone else's node"

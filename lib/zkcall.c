@@ -127,6 +127,8 @@ static void on_data(int rc, const char *value, int len,
   zkl__call_t *call = (zkl__call_t *)data;
   zkl_client_t *c = call->c;
   pthread_mutex_lock(&c->mu);
+  if (FAULT(zkl__fault_stat_lost))
+    rc = ZCONNECTIONLOSS;
   if (rc == ZOK) {
     if (stat)
       call->stat = *stat;

@@ -336,15 +336,117 @@ static void test_reader_watches_nearest_writer(void) {
   job_end(&r);
 }
 
-/* Another client rewriting a waiting writer's data with the downgrade
- * mark lets nobody in while that writer itself waits (the reader behind
- * it has two writers before it); the writer that really holds is not
- * moved by a rewrite of its data either. */
-static void test_rewritten_mark_admits_nobody(void) {
-  struct job w1, w2, r;
-  char path[512], data[] = "zklock 1\nmode=read\n\n";
+/* Writes `data` over the node of root/name whose name has `marker`, as
+ * a co-tenant with the default open ACL may; the number of nodes written. */
+static int forge(const char *name, const char *marker, const char *data) {
+  char path[512];
   struct String_vector v;
-  int i;
+  int i, n = 0;
+  snprintf(path, sizeof path, "%s/%s", root, name);
+  admin_sync(path);
+  if (zoo_get_children(admin, path, 0, &v) != ZOK)
+    return 0;
+  for (i = 0; i < v.count; i++) {
+    char node[600];
+    if (!strstr(v.data[i], marker))
+      continue;
+    snprintf(node, sizeof node, "%s/%s", path, v.data[i]);
+    n += zoo_set(admin, node, data, (int)strlen(data), -1) == ZOK;
+  }
+  deallocate_String_vector(&v);
+  return n;
+}
+
+static int exists_path(const char *path) {
+  struct Stat st;
+  admin_sync(path);
+  return zoo_exists(admin, path, 0, &st) == ZOK;
+}
+
+/* A co-tenant writing the downgrade mark into a writer's node lets a
+ * waiting reader in (it trusts the mark), and the writer is told: LOST at
+ * once, and verify, guarded writes and unlock say so; its node is
+ * deleted, as it is ours but no hold. Before: HELD, verify OK, the
+ * guarded write landed, wrunlock ZKL_OK. */
+static void test_forged_mark_ends_the_hold(void) {
+  struct job r;
+  zkl_client_t *c = client(10000);
+  zkl_rwlock_t *rw;
+  char gpath[512];
+  zkl_op_t op = {0};
+  new_root();
+  rw = rwlock(c, "forged", 0);
+  CHECK_RC(zkl_rwlock_wrlock(rw), ZKL_OK);
+  job_start(&r, "forged", 0);
+  QUEUED("forged", 2);
+  CHECK_INT(forge("forged", "__WRIT__", "zklock 1\nmode=read\n\n"), ==, 1);
+  WAIT_FOR(zkl_rwlock_state(rw) == ZKL_STATE_LOST, 5000);
+  CHECK_INT(zkl_rwlock_state(rw), ==, ZKL_STATE_LOST);
+  WAIT_FOR(atomic_load(&r.held), 5000);
+  CHECK(atomic_load(&r.held));
+  CHECK_INT(queue_len("forged"), ==, 1); /* the reader's node alone */
+  CHECK_RC(zkl_rwlock_verify(rw), ZKL_ELOST);
+  snprintf(gpath, sizeof gpath, "%s/guarded", root);
+  op.type = ZKL_OP_CREATE;
+  op.path = gpath;
+  CHECK_RC(zkl_rwlock_guarded(rw, &op, 1, 0), ZKL_ELOST);
+  CHECK(!exists_path(gpath));
+  CHECK_RC(zkl_rwlock_wrunlock(rw), ZKL_ELOST);
+  job_end(&r);
+  CHECK_INT(queue_count("forged"), ==, 0);
+  CHECK_RC(zkl_rwlock_destroy(rw), ZKL_OK);
+  zkl_client_destroy(c);
+}
+
+/* The same rewrite found by a guarded write before any watch could tell:
+ * the write checks the version of the data as we last found it, so it
+ * lands nothing either; a revoker's request moves the version too, and
+ * the write goes through after one read. */
+static void test_forged_mark_refuses_guarded_write(void) {
+  zkl_client_t *c = client(10000);
+  zkl_rwlock_t *rw;
+  zkl_rwlock_options_t o = {0};
+  char gpath[512], npath[600], data[256];
+  zkl_op_t op = {0};
+  int len = (int)sizeof data - 1;
+  new_root();
+  o.root = root;
+  o.flags = ZKL_MUTEX_NO_NODE_WATCH; /* nothing tells it but the check */
+  CHECK_RC(zkl_rwlock_create(&rw, c, "fg", &o), ZKL_OK);
+  CHECK_RC(zkl_rwlock_wrlock(rw), ZKL_OK);
+  CHECK_RC(zkl_rwlock_node_path(rw, npath, sizeof npath), ZKL_OK);
+  /* a revoker's line is no forgery: the write lands */
+  CHECK_INT(zoo_get(admin, npath, 0, data, &len, NULL), ==, ZOK);
+  data[len] = '\0';
+  {
+    char merged[300];
+    snprintf(merged, sizeof merged, "zklock 1\nrevoke=abc,5\n%s", data + 9);
+    CHECK_INT(zoo_set(admin, npath, merged, (int)strlen(merged), -1), ==, ZOK);
+  }
+  snprintf(gpath, sizeof gpath, "%s/g1", root);
+  op.type = ZKL_OP_CREATE;
+  op.path = gpath;
+  CHECK_RC(zkl_rwlock_guarded(rw, &op, 1, 0), ZKL_OK);
+  CHECK(exists_path(gpath));
+  CHECK_INT(forge("fg", "__WRIT__", "zklock 1\nmode=read\n\n"), ==, 1);
+  snprintf(gpath, sizeof gpath, "%s/g2", root);
+  CHECK_RC(zkl_rwlock_guarded(rw, &op, 1, 0), ZKL_ELOST);
+  CHECK(!exists_path(gpath));
+  CHECK_INT(zkl_rwlock_state(rw), ==, ZKL_STATE_LOST);
+  CHECK_RC(zkl_rwlock_wrunlock(rw), ZKL_ELOST);
+  CHECK_INT(queue_count("fg"), ==, 0);
+  CHECK_RC(zkl_rwlock_destroy(rw), ZKL_OK);
+  zkl_client_destroy(c);
+}
+
+/* A waiting writer's node rewritten with the mark: that writer stops
+ * waiting (ZKL_EREVOKED) and its node goes; the reader behind it still
+ * waits for the writer that really holds. */
+static void test_forged_waiting_node(void) {
+  struct job w1, w2, r;
+  char path[512], node[600];
+  struct String_vector v;
+  int i, newest = -1;
   new_root();
   job_start(&w1, "mark", 1);
   WAIT_FOR(atomic_load(&w1.held), 5000);
@@ -352,23 +454,29 @@ static void test_rewritten_mark_admits_nobody(void) {
   QUEUED("mark", 2);
   job_start(&r, "mark", 0);
   QUEUED("mark", 3);
+  usleep(150 * 1000); /* w2's watch on its own node is set by now */
   snprintf(path, sizeof path, "%s/mark", root);
+  admin_sync(path);
   CHECK_INT(zoo_get_children(admin, path, 0, &v), ==, ZOK);
-  for (i = 0; i < v.count; i++) {
-    char node[600];
-    if (!strstr(v.data[i], "__WRIT__"))
-      continue;
-    snprintf(node, sizeof node, "%s/%s", path, v.data[i]);
-    CHECK_INT(zoo_set(admin, node, data, (int)strlen(data), -1), ==, ZOK);
-  }
+  for (i = 0; i < v.count; i++) /* w2's: the writer with the larger sequence */
+    if (strstr(v.data[i], "__WRIT__") &&
+        (newest < 0 || strcmp(strrchr(v.data[i], '_'),
+                              strrchr(v.data[newest], '_')) > 0))
+      newest = i;
+  CHECK(newest >= 0);
+  snprintf(node, sizeof node, "%s/%s", path, newest >= 0 ? v.data[newest] : "");
   deallocate_String_vector(&v);
-  usleep(300 * 1000);
-  CHECK(!atomic_load(&r.held));
-  CHECK(!atomic_load(&w2.held));
-  job_end(&w1);
+  CHECK_INT(zoo_set(admin, node, "zklock 1\nmode=read\n\n", 20, -1), ==, ZOK);
   WAIT_FOR(atomic_load(&w2.held), 5000);
-  CHECK(atomic_load(&w2.held));
-  job_end(&w2);
+  CHECK_RC(w2.rc, ZKL_EREVOKED);
+  atomic_store(&w2.go, 1);
+  pthread_join(w2.t, NULL);
+  CHECK_RC(zkl_rwlock_destroy(w2.rw), ZKL_OK);
+  CHECK_RC(zkl_client_destroy(w2.c), ZKL_OK);
+  QUEUED("mark", 2);
+  usleep(200 * 1000);
+  CHECK(!atomic_load(&r.held));
+  job_end(&w1);
   WAIT_FOR(atomic_load(&r.held), 5000);
   job_end(&r);
   CHECK_INT(queue_count("mark"), ==, 0);
@@ -443,7 +551,9 @@ int main(void) {
   RUN(test_downgrade_is_atomic);
   RUN(test_writer_watches_reader_group);
   RUN(test_reader_watches_nearest_writer);
-  RUN(test_rewritten_mark_admits_nobody);
+  RUN(test_forged_mark_ends_the_hold);
+  RUN(test_forged_mark_refuses_guarded_write);
+  RUN(test_forged_waiting_node);
   RUN(test_timed_and_cancel);
   RUN(test_kazoo_names_and_bad_input);
   admin_close();

@@ -1,7 +1,9 @@
 /* unit.c: pure functions, no server needed. */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "../lib/internal.h"
+
 #include "check.h"
 
 static void test_seq_parse(void) {
@@ -346,6 +348,47 @@ static void test_node_data_parse(void) {
   zkl_contenders_free(e, 1);
 }
 
+/* Our node's data as we wrote it, give or take a revoker's request; a
+ * mark we did not write, a line of ours changed, taken out or added to,
+ * or other user data, is a rewrite. */
+static void test_data_intact(void) {
+  char *d = NULL;
+  size_t len = 0;
+  const char *u = "payload";
+  char buf[600];
+  long pid = (long)getpid();
+  CHECK_RC(zkl__node_data(NULL, u, 7, &d, &len), ZKL_OK);
+  CHECK(zkl__data_intact(d, len, pid, NULL, u, 7, 0));
+  CHECK(!zkl__data_intact(d, len, pid, NULL, "payloaX", 7, 0));
+  CHECK(!zkl__data_intact(d, len, pid + 1, NULL, u, 7, 0));
+  CHECK(!zkl__data_intact(d, len, pid, "cand", u, 7, 0)); /* no id line */
+  CHECK(!zkl__data_intact(d, len - 1, pid, NULL, u, 7, 0));
+  CHECK(zkl__data_intact("__REVOKE__", 10, pid, NULL, u, 7, 0));
+  CHECK(!zkl__data_intact("rewritten", 9, pid, NULL, u, 7, 0));
+  CHECK(!zkl__data_intact("", 0, pid, NULL, u, 7, 0));
+  CHECK(!zkl__data_intact(NULL, 0, pid, NULL, u, 7, 0));
+  /* a revoker's line anywhere in the header */
+  snprintf(buf, sizeof buf, "zklock 1\nrevoke=ab,10\n%s", d + 9);
+  CHECK(zkl__data_intact(buf, strlen(buf), pid, NULL, u, 7, 0));
+  /* marks: only those we wrote */
+  snprintf(buf, sizeof buf, "zklock 1\nmode=read\n%s", d + 9);
+  CHECK(!zkl__data_intact(buf, strlen(buf), pid, NULL, u, 7, 0));
+  CHECK(zkl__data_intact(buf, strlen(buf), pid, NULL, u, 7, ZKL__MARK_READ));
+  CHECK(!zkl__data_intact(buf, strlen(buf), pid, NULL, u, 7, ZKL__MARK_HELD));
+  snprintf(buf, sizeof buf, "zklock 1\nstate=held\n%s", d + 9);
+  CHECK(zkl__data_intact(buf, strlen(buf), pid, NULL, u, 7, ZKL__MARK_HELD));
+  CHECK(!zkl__data_intact("zklock 1\nmode=read\n\n", 20, pid, NULL, "", 0,
+                          ZKL__MARK_READ)); /* our pid line taken out */
+  snprintf(buf, sizeof buf, "zklock 1\nx=1\n%s", d + 9);
+  CHECK(!zkl__data_intact(buf, strlen(buf), pid, NULL, u, 7, 0));
+  free(d);
+  CHECK_RC(zkl__node_data("cand", NULL, 0, &d, &len), ZKL_OK);
+  CHECK(zkl__data_intact(d, len, pid, "cand", NULL, 0, 0));
+  CHECK(!zkl__data_intact(d, len, pid, "cane", NULL, 0, 0));
+  CHECK(!zkl__data_intact(d, len, pid, NULL, NULL, 0, 0));
+  free(d);
+}
+
 static void test_handles(void) {
   int x, y;
   CHECK_RC(zkl__handle_add(&x), ZKL_OK);
@@ -368,6 +411,7 @@ int main(void) {
   RUN(test_errors);
   RUN(test_guid_and_data);
   RUN(test_handles);
+  RUN(test_data_intact);
   RUN(test_node_data_parse);
   return CHECK_DONE();
 }
