@@ -253,6 +253,7 @@ struct zkl__acq {
   unsigned marks;
   int32_t dversion;
   int tainted;
+  int waited; /* a multi-lock member's run waited before it granted */
   struct zkl__run *run;  /* while acquiring: the protocol's machine (queue.c) */
   zkl__went_t own_went;  /* path: our node's, while we know it */
   uint64_t evseq;        /* the path watcher's last event that saw us */

@@ -20,12 +20,37 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "internal.h"
 
 /* How many times the set starts over (sessions expiring, parents reaped,
  * answers lost) before the acquire gives up with the last reason. */
 #define AGAIN_MAX 8
+
+/* The end of the tag in every multi-lock node's guid: letters no hex guid
+ * (ours, Curator's, kazoo's) has, so a listing tells the nodes of
+ * multi-locks, which never hold one lock while they wait for another,
+ * from those of everyone else. */
+#define ML_TAG "xmlk"
+#define ML_TAG_LEN 4
+
+/* A set holding some members while it waits for others looks behind the
+ * members it holds: first after YIELD_FIRST_MS, then every YIELD_EVERY_MS
+ * (each plus up to as much again at random), and it yields if someone
+ * other than a multi-lock waits there. */
+#define YIELD_FIRST_MS 100
+#define YIELD_EVERY_MS 200
+/* Nodes behind a held member read to tell a contender from a planted
+ * node (ephemeral or not), at most. */
+#define YIELD_READS 4
+/* A set that yielded waits BACKOFF_MS << yields (at most BACKOFF_MAX_MS),
+ * plus up to as much again at random, before it enqueues again. */
+#define BACKOFF_MS 20
+#define BACKOFF_MAX_MS 1000
+
+/* A member run's end, internal: the set gave way (see wait_all). */
+#define YIELDED (-1998)
 
 struct member {
   zkl__queue_t q; /* first: notify() casts back */
@@ -54,6 +79,7 @@ struct zkl_multilock {
   int held;          /* the set holds */
   uint64_t gen[ZKL_MULTILOCK_MAX]; /* the members' cancel_gen at start */
   int64_t token;
+  unsigned yields; /* times the acquire under way gave way */
   /* the set's state as the callback last heard it, and for which hold */
   _Atomic uint64_t epoch;
   uint64_t told_epoch;
@@ -274,7 +300,9 @@ static int enqueue(zkl_multilock_t *ml, txn_t *t, int64_t deadline,
     free(w);
     return ZKL_ENOMEM;
   }
-  if ((rc = zkl__guid(t->guid)) != ZKL_OK ||
+  if ((rc = zkl__guid(t->guid)) == ZKL_OK)
+    memcpy(t->guid + ZKL__GUID_LEN - ML_TAG_LEN, ML_TAG, ML_TAG_LEN);
+  if (rc != ZKL_OK ||
       (rc = zkl__node_data(NULL, ml->data, ml->len, &data, &len)) != ZKL_OK) {
     free(w);
     free(up);
@@ -409,11 +437,134 @@ static void member_done(zkl__acq_t *a, int rc, void *ctx) {
   pthread_cond_broadcast(&ml->cv);
 }
 
+/* A number from 0 to max - 1, not to be guessed alike by two processes. */
+static unsigned jitter(unsigned max) {
+  unsigned v = 0;
+  if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v)
+    v = (unsigned)zkl_now_ms() * 2654435761u;
+  return max ? v % max : 0;
+}
+
+/* Whether someone other than a multi-lock waits behind a member the set
+ * holds (under c->mu, dropped while asking). Such a one may hold, or be
+ * about to take, a lock the set waits for: a nested locker in one fixed
+ * order, or a sequential multi-lock (Curator's) that holds its first lock
+ * while it waits for its second. Kept, the set's held member would close
+ * a wait cycle with it; given back, the cycle cannot form. Multi-locks
+ * never hold while waiting for a lock held by a younger one, so they are
+ * not waited for here: among themselves the sets keep their order. A node
+ * behind must be ephemeral to count: a planted one never waits. */
+static int someone_behind(zkl_multilock_t *ml, txn_t *t) {
+  zkl_client_t *c = ml->c;
+  zkl__call_t ls[ZKL_MULTILOCK_MAX], rd[YIELD_READS];
+  zkl__call_t *w[ZKL_MULTILOCK_MAX > YIELD_READS ? ZKL_MULTILOCK_MAX
+                                                 : YIELD_READS];
+  size_t i, nl = 0, held[ZKL_MULTILOCK_MAX];
+  int k, nr = 0, found = 0;
+  if (t->s != c->sess || t->s->expired || c->state != ZKL_CLIENT_CONNECTED)
+    return 0; /* the members' runs hear of it, and end */
+  for (i = 0; i < ml->n; i++)
+    if (ml->m[i].rc == ZKL_OK) {
+      zkl__call_init(&ls[nl], c, &ml->cv);
+      w[nl] = &ls[nl];
+      held[nl++] = i;
+    }
+  t->s->refs++;
+  pthread_mutex_unlock(&c->mu);
+  for (i = 0; i < nl; i++)
+    zkl__children(&ls[i], t->s, ml->m[held[i]].q.dir);
+  pthread_mutex_lock(&c->mu);
+  zkl__call_wait(w, (int)nl);
+  for (i = 0; i < nl && nr < YIELD_READS; i++) {
+    struct member *me = &ml->m[held[i]];
+    const char *ours = strrchr(t->paths[held[i]], '/') + 1;
+    zkl__entry_t *e = NULL;
+    int n = ls[i].rc == ZOK ? zkl__contenders(ls[i].kids.data,
+                                             ls[i].kids.count, &e)
+                            : 0;
+    int j, m = -1;
+    for (j = 0; j < n; j++)
+      if (strcmp(e[j].name, ours) == 0)
+        m = j;
+    for (j = 0; m >= 0 && j < n && nr < YIELD_READS; j++) {
+      if (j == m || !zkl__seq_before(e[m].seq, e[j].seq) ||
+          strstr(e[j].name, ML_TAG) ||
+          (me->shared && !(e[j].kind & ZKL__KIND_EXCL)))
+        continue;
+      char *path = zkl__child(me->q.dir, e[j].name);
+      if (!path)
+        continue;
+      zkl__call_init(&rd[nr], c, &ml->cv);
+      w[nr] = &rd[nr];
+      pthread_mutex_unlock(&c->mu);
+      zkl__exists(&rd[nr], t->s, path);
+      pthread_mutex_lock(&c->mu);
+      nr++;
+      free(path);
+    }
+    free(e);
+  }
+  zkl__call_wait(w, nr);
+  for (k = 0; k < nr; k++) {
+    found |= rd[k].rc == ZOK && rd[k].stat.ephemeralOwner != 0;
+    zkl__call_free(&rd[k]);
+  }
+  for (i = 0; i < nl; i++)
+    zkl__call_free(&ls[i]);
+  zkl__session_put(c, t->s);
+  return found;
+}
+
+/* Every member granted: whether the set holds all of them now (under
+ * c->mu, dropped while asking). A member granted at the first look holds
+ * as of the listings sent with the transaction, as all the others do;
+ * one granted earlier than another that had to wait may have lost its
+ * node meanwhile, before its watch was set: those are read again, in one
+ * round trip, and the set starts over (ZKL__AGAIN) unless all are ours.
+ * Never a set held in part. */
+static int still_held(zkl_multilock_t *ml, txn_t *t) {
+  zkl_client_t *c = ml->c;
+  zkl__call_t st[ZKL_MULTILOCK_MAX], *w[ZKL_MULTILOCK_MAX];
+  size_t i;
+  int waited = 0, rc = ZKL_OK;
+  for (i = 0; i < ml->n; i++) {
+    zkl__acq_t *a = ml->m[i].a;
+    if (atomic_load(&a->state) == ZKL_STATE_LOST || a->tainted || !a->sess)
+      rc = ZKL__AGAIN;
+    waited |= a->waited;
+  }
+  if (rc != ZKL_OK || !waited || ml->n < 2)
+    return rc;
+  for (i = 0; i < ml->n; i++) {
+    zkl__call_init(&st[i], c, &ml->cv);
+    w[i] = &st[i];
+  }
+  t->s->refs++;
+  pthread_mutex_unlock(&c->mu);
+  for (i = 0; i < ml->n; i++)
+    zkl__exists(&st[i], t->s, t->paths[i]);
+  pthread_mutex_lock(&c->mu);
+  zkl__call_wait(w, (int)ml->n);
+  for (i = 0; i < ml->n; i++) {
+    zkl__acq_t *a = ml->m[i].a;
+    if (st[i].rc == ZOK && zkl__owns_on(a, t->s, &st[i].stat))
+      continue;
+    if (st[i].rc == ZOK || st[i].rc == ZNONODE)
+      zkl__lose(c, a, "deleted by someone else while the set waited");
+    rc = ZKL__AGAIN; /* or the connection's trouble: start over */
+  }
+  zkl__session_put(c, t->s);
+  return rc;
+}
+
 /* Starts a member run on every node the transaction made, and waits for
- * all to end. ZKL_OK: every member holds. */
+ * all to end. ZKL_OK: every member holds. While it holds some and waits
+ * for others, it gives way (YIELDED) to anyone else who waits behind one
+ * it holds (someone_behind). */
 static int wait_all(zkl_multilock_t *ml, txn_t *t, int mode, int64_t deadline,
                     int64_t czxid) {
   zkl_client_t *c = ml->c;
+  int64_t look = 0;
   size_t i;
   int rc;
   pthread_mutex_lock(&c->mu);
@@ -439,9 +590,34 @@ static int wait_all(zkl_multilock_t *ml, txn_t *t, int mode, int64_t deadline,
       member_done(NULL, rc, me);
     }
   }
-  while (ml->running > 0)
-    pthread_cond_wait(&ml->cv, &c->mu);
+  while (ml->running > 0) {
+    size_t held = 0;
+    struct timespec ts;
+    for (i = 0; i < ml->n; i++)
+      held += ml->m[i].rc == ZKL_OK;
+    if (!held || ml->failed) {
+      look = 0;
+      pthread_cond_wait(&ml->cv, &c->mu);
+      continue;
+    }
+    if (!look) /* held in part from now on */
+      look = zkl_now_ms() + YIELD_FIRST_MS + jitter(YIELD_FIRST_MS);
+    if (zkl_now_ms() < look) {
+      zkl__deadline_ts(look, &ts);
+      pthread_cond_timedwait(&ml->cv, &c->mu, &ts);
+      continue;
+    }
+    look = zkl_now_ms() + YIELD_EVERY_MS + jitter(YIELD_EVERY_MS);
+    if (someone_behind(ml, t) && !ml->failed && ml->running > 0) {
+      ml->failed = YIELDED;
+      for (i = 0; i < ml->n; i++)
+        if (ml->m[i].rc == 1)
+          zkl__queue_abandon(ml->m[i].a);
+    }
+  }
   rc = ml->failed;
+  if (rc == ZKL_OK)
+    rc = still_held(ml, t);
   pthread_mutex_unlock(&c->mu);
   /* failed: every node still there goes before the call returns, as a
    * single lock's does (one the connection keeps from us is deferred) */
@@ -450,6 +626,30 @@ static int wait_all(zkl_multilock_t *ml, txn_t *t, int mode, int64_t deadline,
       zkl__queue_release(&ml->m[i].q, ml->m[i].a, 0);
       ml->m[i].a = NULL;
     }
+  return rc;
+}
+
+/* After the set gave way: a pause that grows with each time it did, at
+ * random within it, so that those it gave way to go first and two sets
+ * that keep meeting part. ZKL_OK, or why the acquire must end. */
+static int back_off(zkl_multilock_t *ml, int64_t deadline) {
+  zkl_client_t *c = ml->c;
+  unsigned shift = ml->yields < 6 ? ml->yields : 6;
+  int64_t pause = (int64_t)BACKOFF_MS << shift, until;
+  struct timespec ts;
+  int rc;
+  if (pause > BACKOFF_MAX_MS)
+    pause = BACKOFF_MAX_MS;
+  until = zkl_now_ms() + pause + jitter((unsigned)pause);
+  if (deadline >= 0 && until > deadline)
+    until = deadline;
+  pthread_mutex_lock(&c->mu);
+  ml->yields++;
+  zkl__deadline_ts(until, &ts);
+  while ((rc = halted(ml, deadline)) == ZKL_OK && zkl_now_ms() < until)
+    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+  pthread_mutex_unlock(&c->mu);
+  zkl__log(c, ZKL_LOG_DEBUG, "multi-lock gave way (%u times)", ml->yields);
   return rc;
 }
 
@@ -474,6 +674,7 @@ static int acquire(zkl_multilock_t *ml, int mode, int64_t deadline) {
     rc = ZKL_ECLOSED;
   if (rc == ZKL_OK) {
     ml->busy = 1;
+    ml->yields = 0;
     for (i = 0; i < ml->n; i++)
       ml->gen[i] = ml->m[i].q.cancel_gen;
   }
@@ -498,6 +699,14 @@ static int acquire(zkl_multilock_t *ml, int mode, int64_t deadline) {
     if (rc == ZKL_OK)
       ml->token = czxid;
     txn_done(c, &t, ml->n);
+    if (rc == YIELDED) {
+      tries--; /* not a failure: bounded by the deadline, if any */
+      rc = back_off(ml, mode == ZKL__TIMED ? deadline : -1);
+      if (rc != ZKL_OK)
+        break;
+      rc = ZKL__AGAIN;
+      continue;
+    }
     if (rc != ZKL__AGAIN)
       break;
     pthread_mutex_lock(&c->mu);

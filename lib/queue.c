@@ -1524,6 +1524,8 @@ static int settle(zkl__acq_t *a, int wait) {
   int member = r->member;
   if (rc == ZKL_OK && r->abandoned)
     rc = ZKL_ECANCELED; /* granted as it was given up: nobody is told */
+  if (member)
+    a->waited = r->waited;
   a->run = NULL;
   run_free(r);
   if (member && rc != ZKL_OK) {

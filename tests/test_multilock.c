@@ -204,13 +204,20 @@ static void test_loops_mixed(void) {
 struct blocker {
   zkl_multilock_t *ml;
   int rc;
+  /* hold_ms set: verify, count the nodes in the first member, then unlock */
+  int hold_ms, verify_rc, count_a, unlock_rc;
 };
 
 static void *block_thread(void *arg) {
   struct blocker *b = arg;
   b->rc = zkl_multilock_lock(b->ml);
-  if (b->rc == ZKL_OK)
+  if (b->rc == ZKL_OK && b->hold_ms) {
+    b->verify_rc = zkl_multilock_verify(b->ml);
+    b->count_a = queue_count("pa");
+    b->unlock_rc = zkl_multilock_unlock(b->ml);
+  } else if (b->rc == ZKL_OK) {
     zkl_multilock_unlock(b->ml);
+  }
   return NULL;
 }
 
@@ -223,7 +230,7 @@ static void test_try_timed_cancel(void) {
   zkl_multilock_member_t mm[6];
   zkl_multilock_options_t o = {0};
   zkl_multilock_t *ml, *five = NULL;
-  struct blocker b = {0, 0};
+  struct blocker b = {0};
   char names[6][8];
   pthread_t t;
   int64_t t0, took;
@@ -331,7 +338,7 @@ static void test_member_deleted(void) {
   zkl_client_t *c = client(10000), *h = client(10000);
   zkl_multilock_t *ml;
   zkl_mutex_t *hy;
-  struct blocker b = {0, 0};
+  struct blocker b = {0};
   char node[512], state[192];
   zkl_op_t op = {0};
   pthread_t t;
@@ -390,6 +397,146 @@ static void test_member_deleted(void) {
   zkl_client_destroy(h);
 }
 
+static zkl_multilock_t *multi3(zkl_client_t *c, const char *a, const char *b,
+                               const char *x) {
+  zkl_multilock_t *ml = NULL;
+  zkl_multilock_options_t o = {0};
+  zkl_multilock_member_t m[3] = {{a, ZKL_MODE_EXCLUSIVE},
+                                 {b, ZKL_MODE_EXCLUSIVE},
+                                 {x, ZKL_MODE_EXCLUSIVE}};
+  o.root = root;
+  CHECK_RC(zkl_multilock_create(&ml, c, m, 3, &o), ZKL_OK);
+  return ml;
+}
+
+/* A member's node deleted by someone while the set holds, once the set
+ * has heard of it (LOST): the guarded write is refused, and the unlock
+ * still deletes the other members' nodes. Before: the refused write took
+ * every member for lost, and the unlock left them on the live session. */
+static void test_member_lost_unlock_cleans(void) {
+  zkl_client_t *c = client(10000);
+  zkl_multilock_t *ml;
+  char node[512], state[192];
+  zkl_op_t op = {0};
+  new_root();
+  ml = multi3(c, "la", "lb", "lc");
+  CHECK_RC(zkl_multilock_lock(ml), ZKL_OK);
+  usleep(300 * 1000); /* every member's node watched */
+  CHECK(member_node("la", node, sizeof node));
+  CHECK_INT(zoo_delete(admin, node, -1), ==, ZOK);
+  WAIT_FOR(zkl_multilock_state(ml) == ZKL_STATE_LOST, 5000);
+  CHECK_INT(zkl_multilock_state(ml), ==, ZKL_STATE_LOST);
+  snprintf(state, sizeof state, "%s/state", root);
+  op.type = ZKL_OP_CREATE;
+  op.path = state;
+  CHECK_RC(zkl_multilock_guarded(ml, &op, 1, 0), ZKL_ELOST);
+  CHECK_RC(zkl_multilock_unlock(ml), ZKL_ELOST);
+  CHECK_INT(queue_count("lb"), ==, 0);
+  CHECK_INT(queue_count("lc"), ==, 0);
+  CHECK_RC(zkl_multilock_destroy(ml), ZKL_OK);
+  zkl_client_destroy(c);
+}
+
+/* While the set waits for its last member, the node of a member it
+ * already holds is deleted: the acquire must not return ZKL_OK with that
+ * member missing. It starts over, and holds all three. Before: ZKL_OK
+ * with no node in pa, verify LOST, and the unlock leaked pb and pc. */
+static void test_partial_set_never_held(void) {
+  zkl_client_t *c = client(10000), *h = client(10000);
+  zkl_multilock_t *ml;
+  zkl_mutex_t *hc;
+  struct blocker b = {0};
+  char node[512];
+  pthread_t t;
+  new_root();
+  hc = mutex(h, "pc");
+  ml = multi3(c, "pa", "pb", "pc");
+  CHECK_RC(zkl_mutex_lock(hc), ZKL_OK);
+  b.ml = ml;
+  b.hold_ms = 1;
+  pthread_create(&t, NULL, block_thread, &b);
+  QUEUED("pc", 2);
+  usleep(50 * 1000);
+  CHECK(member_node("pa", node, sizeof node));
+  CHECK_INT(zoo_delete(admin, node, -1), ==, ZOK);
+  usleep(50 * 1000);
+  CHECK_RC(zkl_mutex_unlock(hc), ZKL_OK);
+  pthread_join(t, NULL);
+  CHECK_RC(b.rc, ZKL_OK);
+  CHECK_RC(b.verify_rc, ZKL_OK);
+  CHECK_INT(b.count_a, ==, 1);
+  CHECK_RC(b.unlock_rc, ZKL_OK);
+  CHECK_INT(queue_count("pa") + queue_count("pb") + queue_count("pc"), ==, 0);
+  zkl_mutex_destroy(hc);
+  CHECK_RC(zkl_multilock_destroy(ml), ZKL_OK);
+  zkl_client_destroy(c);
+  zkl_client_destroy(h);
+}
+
+/* A nested locker (lock A, work, then lock B, always in that order)
+ * beside a multi-lock on {A, B}: the set holds B and waits for A while
+ * the nested locker holds A and waits behind the set in B. The set gives
+ * B back, so both loops end; nobody overlaps. Before: stuck at the first
+ * or second cycle until the deadline. */
+struct nested {
+  zkl_client_t *c;
+  int n, done, overlaps, rc;
+  _Atomic int *in_a, *in_b;
+};
+
+static void *nested_thread(void *arg) {
+  struct nested *l = arg;
+  zkl_mutex_t *ma = mutex(l->c, "na"), *mb = mutex(l->c, "nb");
+  int i;
+  for (i = 0; i < l->n; i++) {
+    if ((l->rc = zkl_mutex_timedlock(ma, zkl_now_ms() + 20000)) != ZKL_OK)
+      break;
+    if (atomic_fetch_add(l->in_a, 1) != 0)
+      l->overlaps++;
+    usleep(100 * 1000);
+    if ((l->rc = zkl_mutex_timedlock(mb, zkl_now_ms() + 20000)) != ZKL_OK) {
+      atomic_fetch_sub(l->in_a, 1);
+      zkl_mutex_unlock(ma);
+      break;
+    }
+    if (atomic_fetch_add(l->in_b, 1) != 0)
+      l->overlaps++;
+    usleep(5 * 1000);
+    atomic_fetch_sub(l->in_b, 1);
+    atomic_fetch_sub(l->in_a, 1);
+    CHECK_RC(zkl_mutex_unlock(mb), ZKL_OK);
+    CHECK_RC(zkl_mutex_unlock(ma), ZKL_OK);
+    l->done++;
+  }
+  zkl_mutex_destroy(ma);
+  zkl_mutex_destroy(mb);
+  return NULL;
+}
+
+static void test_nested_locker_no_deadlock(void) {
+  _Atomic int in_a = 0, in_b = 0;
+  struct nested nl = {NULL, 8, 0, 0, 0, &in_a, &in_b};
+  struct looper ml = {NULL, "nb", "na", 8, 0, 0, &in_b, &in_a};
+  pthread_t t1, t2;
+  int64_t t0 = zkl_now_ms();
+  new_root();
+  nl.c = client(10000);
+  ml.c = client(10000);
+  pthread_create(&t1, NULL, nested_thread, &nl);
+  pthread_create(&t2, NULL, loop_thread, &ml);
+  pthread_join(t1, NULL);
+  pthread_join(t2, NULL);
+  printf("# nested beside multi-lock: 8 + 8 cycles in %lld ms\n",
+         (long long)(zkl_now_ms() - t0));
+  CHECK_RC(nl.rc, ZKL_OK);
+  CHECK_INT(nl.done, ==, 8);
+  CHECK_INT(ml.done, ==, 8);
+  CHECK_INT(nl.overlaps + ml.overlaps, ==, 0);
+  CHECK_INT(queue_count("na") + queue_count("nb"), ==, 0);
+  zkl_client_destroy(nl.c);
+  zkl_client_destroy(ml.c);
+}
+
 int main(void) {
   root_tag = "zklmulti";
   admin_open();
@@ -399,6 +546,9 @@ int main(void) {
   RUN(test_try_timed_cancel);
   RUN(test_shared_member);
   RUN(test_member_deleted);
+  RUN(test_member_lost_unlock_cleans);
+  RUN(test_partial_set_never_held);
+  RUN(test_nested_locker_no_deadlock);
   admin_close();
   return CHECK_DONE();
 }
