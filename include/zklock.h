@@ -340,7 +340,10 @@ enum {
    * path wait for us. By default nodes are named as Apache Curator's
    * InterProcessMutex names them (<guid>-lock-<seq>), which Curator waits
    * for and kazoo does not. Either way we wait for both (zkl_mutex_lock()).
-   * Every process of one fleet must choose the same. */
+   * Every process of one fleet must choose the same. With this flag the
+   * lock's parent, when we make it, is a persistent node (as kazoo makes
+   * it), not a container, and zklock never deletes it: kazoo checks the
+   * parent once per Lock object and never makes it again. */
   ZKL_MUTEX_KAZOO = 1 << 1
 };
 
@@ -362,7 +365,14 @@ typedef struct zkl_mutex_options {
  * the node (a per-key lock used once leaves nothing behind), unless
  * someone has joined since; an object that holds again keeps it until
  * destroyed, and then deletes it unless someone has joined or deleted and
- * made it again (it is read first: then it is theirs).
+ * made it again (it is read first: then it is theirs). Two exceptions,
+ * where the parent is never deleted by this object: with ZKL_MUTEX_KAZOO
+ * (see there); and once any listing of the queue by this object has shown
+ * a node that is not <guid><marker><seq> with this object's own marker
+ * (another library's, such as Curator's "_c_<uuid>-lock-<seq>" or kazoo's
+ * "__lock__", another zklock recipe's, or a planted one), for that
+ * library may rely on the parent staying. The names decide: nothing
+ * extra is read.
  *
  * `name` must be 1..ZKL_NAME_MAX bytes, contain no '/', no control
  * character, and not be "." or "..". opts->root must be an absolute path

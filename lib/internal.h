@@ -40,6 +40,15 @@ enum {
  * before it (an unknown marker: exclusive). */
 ZKL__HIDDEN int zkl__name_parse(const char *node, int32_t *seq, int *kind);
 
+/* Whether a queue's child `node` was made by someone else than a zklock
+ * object of the queue's own flavour (markers `marker` and, if not NULL,
+ * `marker_shared`): another library (Curator's "_c_<uuid>-lock-<seq>",
+ * "__READ__<seq>"; kazoo's "__lock__" in a queue of zklock's default
+ * naming), another zklock recipe, or anything planted. Names only: no
+ * read. */
+ZKL__HIDDEN int zkl__name_foreign(const char *node, const char *marker,
+                                  const char *marker_shared);
+
 /* One contender of a listing: its sequence, kind and (borrowed) name. */
 typedef struct zkl__entry {
   int32_t seq;
@@ -162,7 +171,11 @@ typedef struct zkl__went {
 enum {
   ZKL__Q_NO_NODE_WATCH = 1 << 0,      /* no watch on our own node */
   ZKL__Q_LOSE_ON_DISCONNECT = 1 << 1, /* a disconnect ends the hold */
-  ZKL__Q_VERIFY_OWNER = 1 << 2        /* confirm ephemeralOwner at the head */
+  ZKL__Q_VERIFY_OWNER = 1 << 2,       /* confirm ephemeralOwner at the head */
+  /* kazoo's naming: kazoo checks a lock's parent once per Lock object and
+   * never makes it again, so ours is a persistent node (as kazoo makes
+   * it), never deleted by us, nor swept by the server as a container */
+  ZKL__Q_KEEP_DIR = 1 << 3
 };
 
 /* A queue: the ZooKeeper directory <root>/<name> and how we join it.
@@ -182,11 +195,16 @@ struct zkl__queue {
    * queue found our node alone in that one: then it is this object's to
    * delete at close, where the server would only reap it a minute later
    * (at a bounded rate), and per-key locks would pile parents up; and
-   * whether this object released a hold already (queue.c remove_node). */
+   * whether this object released a hold already (queue.c remove_node);
+   * and whether any listing of it showed a node of another library (or
+   * recipe, or flavour: zkl__name_foreign): then never ours to delete,
+   * for that library may rely on it staying (kazoo checks it once per
+   * Lock object), even when this object made it. */
   int dir_seen;
   int64_t dir_made;
   int dir_alone;
   int dir_kept;
+  int dir_peer;
   char *id;           /* election candidate id, or NULL */
   void *user_data;    /* caller data stored in each node */
   size_t user_len;
@@ -493,6 +511,13 @@ ZKL__HIDDEN void zkl__call_free(zkl__call_t *call);
 ZKL__HIDDEN int zkl__create(zkl__call_t *call, zkl__session_t *s,
                             const char *path, const char *data, int len,
                             int flags);
+/* A queue's directory, or one of its parents: a container, or with
+ * `persistent` a plain node (a kazoo flavour's, as kazoo makes it). Never
+ * held back for a transaction: the stat (czxid) must come back, and an
+ * "exists" must not fail a neighbour's create with it. */
+ZKL__HIDDEN int zkl__create_dir(zkl__call_t *call, zkl__session_t *s,
+                                const char *path, const char *data, int len,
+                                int persistent);
 ZKL__HIDDEN int zkl__children(zkl__call_t *call, zkl__session_t *s,
                               const char *path);
 ZKL__HIDDEN int zkl__get(zkl__call_t *call, zkl__session_t *s,

@@ -195,7 +195,8 @@ int zkl_multilock_create(zkl_multilock_t **out, zkl_client_t *c,
     spec.marker = me->shared ? (kazoo ? "__lock__" : "__WRIT__")
                              : (kazoo ? "__lock__" : "-lock-");
     spec.marker_shared = me->shared ? (kazoo ? "__rlock__" : "__READ__") : NULL;
-    spec.flags = flags & ZKL_MUTEX_NO_NODE_WATCH ? ZKL__Q_NO_NODE_WATCH : 0;
+    spec.flags = (flags & ZKL_MUTEX_NO_NODE_WATCH ? ZKL__Q_NO_NODE_WATCH : 0) |
+                 (kazoo ? ZKL__Q_KEEP_DIR : 0);
     spec.notify = ml->fn ? member_notify : NULL;
     if ((rc = zkl__queue_open(&me->q, c, &spec, me)) == ZKL_OK)
       opened++;
@@ -354,7 +355,8 @@ static int enqueue(zkl_multilock_t *ml, txn_t *t, int64_t deadline,
   }
   for (i = 0; i < ml->n; i++)
     if (!ml->m[i].q.dir_seen) {
-      zkl__create(&t->mk[i], t->s, ml->m[i].q.dir, NULL, -1, ZOO_CONTAINER);
+      zkl__create_dir(&t->mk[i], t->s, ml->m[i].q.dir, NULL, -1,
+                      (ml->m[i].q.flags & ZKL__Q_KEEP_DIR) != 0);
       w[nw++] = &t->mk[i];
     }
   zkl__multi(&t->tx, t->s, (int)ml->n, t->ops, t->res);

@@ -53,6 +53,8 @@ int zkl_mutex_create(zkl_mutex_t **out, zkl_client_t *c, const char *name,
   spec.marker = o && (o->flags & ZKL_MUTEX_KAZOO) ? "__lock__" : "-lock-";
   if (o && (o->flags & ZKL_MUTEX_NO_NODE_WATCH))
     spec.flags = ZKL__Q_NO_NODE_WATCH;
+  if (o && (o->flags & ZKL_MUTEX_KAZOO))
+    spec.flags |= ZKL__Q_KEEP_DIR;
   spec.notify = m->fn ? mutex_notify : NULL;
   if ((rc = zkl__queue_open(&m->q, c, &spec, m)) != ZKL_OK) {
     free(m);

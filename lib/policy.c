@@ -108,6 +108,46 @@ static int ours(const char *node, size_t len) {
   return 1;
 }
 
+/* Whether s is a sequence as the server prints it: 10 digits, or '-' and
+ * 9 or 10 digits after the counter wraps. */
+static int seq_text(const char *s) {
+  size_t n, i;
+  int neg = *s == '-';
+  s += neg;
+  n = strlen(s);
+  if (n != ZKL__SEQ_LEN && !(neg && n == ZKL__SEQ_LEN - 1))
+    return 0;
+  for (i = 0; i < n; i++)
+    if (s[i] < '0' || s[i] > '9')
+      return 0;
+  return 1;
+}
+
+/* A child that is not <guid><marker><seq> with one of the queue's own
+ * markers. kazoo names its nodes <uuid4 hex>__lock__<seq>, exactly as
+ * zklock's kazoo flavour does, so a kazoo flavour cannot tell kazoo's
+ * nodes from ours; it never deletes its parent anyway. */
+int zkl__name_foreign(const char *node, const char *marker,
+                      const char *marker_shared) {
+  const char *ms[2] = {marker, marker_shared};
+  size_t i, m;
+  if (strlen(node) <= ZKL__GUID_LEN)
+    return 1;
+  for (i = 0; i < ZKL__GUID_LEN; i++)
+    if (!((node[i] >= '0' && node[i] <= '9') ||
+          (node[i] >= 'a' && node[i] <= 'f')))
+      return 1;
+  for (i = 0; i < 2; i++) {
+    if (!ms[i])
+      continue;
+    m = strlen(ms[i]);
+    if (strncmp(node + ZKL__GUID_LEN, ms[i], m) == 0 &&
+        seq_text(node + ZKL__GUID_LEN + m))
+      return 0;
+  }
+  return 1;
+}
+
 static int64_t digits(const char *s, size_t len) {
   int64_t v = 0;
   while (len--)

@@ -479,9 +479,9 @@ static void step_join(zkl__acq_t *a) {
    * answers (made, there already, not ours to make), the create tells. */
   if (!q->dir_seen)
     sent(a, &r->aux,
-         zkl__create(&r->aux, r->s, q->dir, q->dir_data,
-                     q->dir_data ? (int)strlen(q->dir_data) : -1,
-                     ZOO_CONTAINER));
+         zkl__create_dir(&r->aux, r->s, q->dir, q->dir_data,
+                         q->dir_data ? (int)strlen(q->dir_data) : -1,
+                         (q->flags & ZKL__Q_KEEP_DIR) != 0));
   if (read_dir) /* first: what the directory says binds a node made after */
     sent(a, &r->gd, zkl__get(&r->gd, r->s, q->dir, 0));
   sent(a, &r->cr,
@@ -580,12 +580,14 @@ static void step_mkdir_done(zkl__acq_t *a);
 static void step_mkdir(zkl__acq_t *a) {
   run_t *r = a->run;
   zkl__queue_t *q = a->q;
-  /* the queue's own directory carries what its members agree on */
-  const char *d = strlen(r->mk) == strlen(q->dir) ? q->dir_data : NULL;
+  /* the queue's own directory carries what its members agree on, and is
+   * the one a kazoo flavour keeps (its parents hold it: never empty) */
+  int leaf = strlen(r->mk) == strlen(q->dir);
+  const char *d = leaf ? q->dir_data : NULL;
   prep(a, &r->aux);
   sent(a, &r->aux,
-       zkl__create(&r->aux, r->s, r->mk, d, d ? (int)strlen(d) : -1,
-                   ZOO_CONTAINER));
+       zkl__create_dir(&r->aux, r->s, r->mk, d, d ? (int)strlen(d) : -1,
+                       leaf && (q->flags & ZKL__Q_KEEP_DIR)));
   r->next = step_mkdir_done;
 }
 
@@ -1039,13 +1041,26 @@ static int position(zkl__acq_t *a, const zkl__call_t *ls, waitset_t *w) {
   return rc;
 }
 
+/* Whether a listing shows a node that someone else than an object of
+ * q's own flavour made (zkl__name_foreign). */
+static int peer_listed(const zkl__queue_t *q, const zkl__call_t *ls) {
+  int i;
+  for (i = 0; i < ls->kids.count; i++)
+    if (zkl__name_foreign(ls->kids.data[i], q->marker, q->marker_shared))
+      return 1;
+  return 0;
+}
+
 static void step_position(zkl__acq_t *a) {
   run_t *r = a->run;
+  zkl__queue_t *q = a->q;
   int rc;
   r->w.plan.nwatch = 0;
   rc = position(a, &r->ls, &r->w);
-  a->q->dir_alone = r->ls.kids.count == 1 && a->q->dir_made &&
-                    r->ls.stat.czxid == a->q->dir_made;
+  q->dir_alone = r->ls.kids.count == 1 && q->dir_made &&
+                 r->ls.stat.czxid == q->dir_made;
+  if (!q->dir_peer && !(q->flags & ZKL__Q_KEEP_DIR))
+    q->dir_peer = peer_listed(q, &r->ls);
   zkl__call_free(&r->ls);
   if (rc == HOLD)
     confirm(a, r->fresh);
@@ -1367,6 +1382,14 @@ static int stat_own(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a,
  * committed through another server in that very instant) is judged as
  * after the unlock. A sync ahead of the read would close that instant, at
  * the cost of a round trip to the leader on every unlock. */
+/* Whether q's directory is this object's to delete, as far as it knows
+ * (under c->mu): made by it, its node alone there at the last look, no
+ * other library's node ever seen in it, and not kept for kazoo. */
+static int dir_ours(const zkl__queue_t *q) {
+  return q->dir_made && q->dir_alone && !q->dir_peer &&
+         !(q->flags & ZKL__Q_KEEP_DIR);
+}
+
 static int remove_node(zkl_client_t *c, zkl__acq_t *a, int judge) {
   zkl__session_t *s = a->sess;
   zkl__queue_t *q = a->q;
@@ -1386,11 +1409,11 @@ static int remove_node(zkl_client_t *c, zkl__acq_t *a, int judge) {
     rc = ZCONNECTIONLOSS;
   } else {
     /* A release that leaves the parent this object made empty takes it
-     * along, in the same transaction: per-key locks would otherwise leave
+     * along (when it is ours to take: dir_ours), in the same transaction: per-key locks would otherwise leave
      * the server a parent per key to sweep, at a bounded rate. Only on an
      * object's first release: one taken again keeps its parent from then
      * on (deleted at close, tidy_dir) rather than make it anew each time. */
-    tidy = judge && q->dir_made && q->dir_alone && !q->dir_kept;
+    tidy = judge && dir_ours(q) && !q->dir_kept;
     if (judge)
       q->dir_kept = 1;
     zkl__call_init(&st, c, &a->cv);
@@ -1932,15 +1955,14 @@ static void on_dir_read(zkl__call_t *call) {
     on_dir_done(call);
 }
 
-/* Deletes the queue's directory when this object made it and last found
- * our node alone in it: gone with its last user instead of at the
- * server's next sweep. A newcomer leaves it be (or makes the delete fail,
+/* Deletes the queue's directory when it is this object's (dir_ours): gone
+ * with its last user instead of at the server's next sweep. A newcomer leaves it be (or makes the delete fail,
  * ZNOTEMPTY), and a node created just after it finds no directory and
  * makes it again, as after a sweep. Under c->mu. */
 static void tidy_dir(zkl__queue_t *q) {
   zkl_client_t *c = q->c;
   dir_delete_t *d;
-  if (!q->dir_made || !q->dir_alone || !c->sess || c->sess->expired ||
+  if (!dir_ours(q) || !c->sess || c->sess->expired ||
       c->state != ZKL_CLIENT_CONNECTED || c->stopping)
     return;
   if (!(d = calloc(1, sizeof *d)) || !(d->path = zkl__strdup(q->dir))) {

@@ -54,6 +54,8 @@ int zkl_rwlock_create(zkl_rwlock_t **out, zkl_client_t *c, const char *name,
   spec.marker_shared = kazoo ? "__rlock__" : "__READ__";
   if (o && (o->flags & ZKL_RWLOCK_NO_NODE_WATCH))
     spec.flags = ZKL__Q_NO_NODE_WATCH;
+  if (kazoo)
+    spec.flags |= ZKL__Q_KEEP_DIR;
   spec.notify = rw->fn ? rwlock_notify : NULL;
   if ((rc = zkl__queue_open(&rw->q, c, &spec, rw)) != ZKL_OK) {
     free(rw);

@@ -181,6 +181,13 @@ int zkl__create(zkl__call_t *call, zkl__session_t *s, const char *path,
                                    flags, zkl__on_create, call));
 }
 
+int zkl__create_dir(zkl__call_t *call, zkl__session_t *s, const char *path,
+                    const char *data, int len, int persistent) {
+  return issued(call, zoo_acreate2(s->zh, path, data, len, call->c->acl,
+                                   persistent ? 0 : ZOO_CONTAINER,
+                                   zkl__on_create, call));
+}
+
 int zkl__children(zkl__call_t *call, zkl__session_t *s, const char *path) {
   return issued(call,
                 zoo_aget_children2(s->zh, path, 0, zkl__on_children, call));

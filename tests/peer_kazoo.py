@@ -14,6 +14,13 @@ section both sides run on one fenced counter.
   peer_kazoo.py lock HOSTS PATH DIR N [read|write]
       N times: take kazoo's Lock (or ReadLock, WriteLock) on PATH and run
       the critical section with the czxid of kazoo's own node as the token.
+  peer_kazoo.py reacquire HOSTS PATH CMD...
+      issue 23 (5): CMD (a zklock --kazoo that holds PATH for a while) runs
+      and holds first, so its side made PATH; one kazoo Lock object takes
+      PATH meanwhile (waiting for CMD), releases it, and once CMD has
+      exited takes it again. kazoo checks the parent once per Lock object:
+      the second acquire raises NoNodeError if zklock (or the server's
+      sweep of a container) deleted it. Exit 0, or 3 with the reason.
 
 PEER_HOLD_S in the environment sets how long a read-write section lasts
 (default 0.02 s).
@@ -148,6 +155,56 @@ def lock_loop(hosts, path, d, n, mode=None):
     return rc
 
 
+def reacquire(hosts, path, cmd):
+    import subprocess
+
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import NoNodeError
+
+    zk = KazooClient(hosts=hosts, timeout=10.0)
+    zk.start(timeout=20)
+    proc = subprocess.Popen(cmd)
+    rc = 0
+    try:
+        end = time.time() + 20
+        while time.time() < end:  # CMD holds first: its node is there
+            try:
+                if zk.get_children(path):
+                    break
+            except NoNodeError:
+                pass
+            time.sleep(0.02)
+        else:
+            print("reacquire: no node of zklock's under %s" % path)
+            return 3
+        lock = zk.Lock(path, "kazoo-%d" % os.getpid())
+        if not lock.acquire(timeout=20):  # behind zklock's node
+            print("reacquire: first acquire timed out")
+            return 3
+        lock.release()
+        if proc.wait(timeout=30) != 0:
+            print("reacquire: zklock exited %d" % proc.returncode)
+            rc = 3
+        # a container is swept once empty (every second on the test
+        # ensemble), zklock's own delete comes at once
+        time.sleep(2.5)
+        try:
+            if not lock.acquire(timeout=10):
+                print("reacquire: second acquire timed out")
+                return 3
+            lock.release()
+        except NoNodeError:
+            print("reacquire: NoNodeError: the lock's parent was deleted")
+            return 3
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        zk.stop()
+        zk.close()
+    return rc
+
+
 def main(argv):
     if len(argv) == 4 and argv[1] == "crit":
         return crit(argv[2], int(argv[3]))
@@ -155,6 +212,8 @@ def main(argv):
         return rwcrit(argv[2], int(argv[3]), argv[4])
     if len(argv) == 6 and argv[1] == "lock":
         return lock_loop(argv[2], argv[3], argv[4], int(argv[5]))
+    if len(argv) >= 5 and argv[1] == "reacquire":
+        return reacquire(argv[2], argv[3], argv[4:])
     if len(argv) == 7 and argv[1] == "lock" and argv[6] in ("read", "write"):
         return lock_loop(argv[2], argv[3], argv[4], int(argv[5]), argv[6])
     sys.stderr.write(__doc__)

@@ -477,6 +477,56 @@ static void test_parent_recreated_tokens_increase(void) {
   zkl_client_destroy(c);
 }
 
+/* Issue 23 (5): a parent that another library's node was seen in is not
+ * ours to delete, even when we made it and are alone in it again: that
+ * library may rely on it (kazoo checks it once per Lock object). Here a
+ * Curator-named node, an admin's ephemeral one, shows in our listing; it
+ * goes, we hold alone again, release, and destroy the object, which used
+ * to delete the parent then (tidy at close). And the kazoo flavour never
+ * deletes its parent, which is a persistent node as kazoo makes it, not
+ * a container the server sweeps once empty. */
+static void test_peer_parent_stays(void) {
+  zkl_client_t *c = client(10000);
+  zkl_mutex_t *m;
+  zkl_mutex_options_t o = {0};
+  char dir[256], peer[512], made[512];
+  new_root();
+  m = mutex(c, "peer");
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK); /* m makes the parent, alone */
+  snprintf(dir, sizeof dir, "%s/peer", root);
+  snprintf(peer, sizeof peer,
+           "%s/_c_6f1c2a3e-2b4d-4c1a-9e0f-1234567890ab-lock-", dir);
+  CHECK_INT(zoo_create(admin, peer, "curator", 7, &ZOO_OPEN_ACL_UNSAFE,
+                       ZOO_EPHEMERAL | ZOO_SEQUENCE, made, sizeof made),
+            ==, ZOK);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  CHECK_RC(zkl_mutex_trylock(m), ZKL_EBUSY); /* its listing shows the peer */
+  CHECK_INT(zoo_delete(admin, made, -1), ==, ZOK);
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK); /* alone again */
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  CHECK_RC(zkl_mutex_destroy(m), ZKL_OK);
+  zkl_client_destroy(c); /* which waits for any delete of the parent */
+  /* right away: the server's sweep (every second here) has not come */
+  CHECK_INT(queue_len("peer"), ==, 0);
+
+  c = client(10000);
+  o.root = root;
+  o.flags = ZKL_MUTEX_KAZOO;
+  CHECK_RC(zkl_mutex_create(&m, c, "kazoo", &o), ZKL_OK);
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK); /* m makes the parent, alone */
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  CHECK_INT(queue_len("kazoo"), ==, 0);
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  CHECK_RC(zkl_mutex_destroy(m), ZKL_OK);
+  zkl_client_destroy(c);
+  if (getenv("ZKL_ENSEMBLE_DIR"))
+    usleep(2500 * 1000); /* two sweeps of a container (see
+                            test_parent_recreated_tokens_increase) */
+  CHECK_INT(queue_len("kazoo"), ==, 0);
+  cleanup_tree(root); /* a persistent parent stays for good */
+}
+
 static void test_node_deleted_is_lost(void) {
   zkl_client_t *c = client(10000);
   zkl_mutex_t *m = NULL;
@@ -594,6 +644,7 @@ int main(void) {
   RUN(test_bad_input);
   RUN(test_unreachable);
   RUN(test_parent_recreated_tokens_increase);
+  RUN(test_peer_parent_stays);
   RUN(test_node_deleted_is_lost);
   RUN(test_queue_listing);
   RUN(test_log_hook);

@@ -84,6 +84,36 @@ static void test_name_parse(void) {
 
 /* A Curator read-write writer before us may downgrade by creating a read
  * node with its own (lower) sequence: no zero-read hand-off behind it. */
+/* Whose node a child is, from its name alone (queue.c keeps a parent
+ * that another library's node was seen in). */
+static void test_name_foreign(void) {
+  static const char g[] = "0123456789abcdef0123456789abcdef";
+  char n[128];
+  snprintf(n, sizeof n, "%s-lock-0000000042", g);
+  CHECK(!zkl__name_foreign(n, "-lock-", NULL));
+  CHECK(zkl__name_foreign(n, "__lock__", NULL)); /* another flavour */
+  snprintf(n, sizeof n, "%s-lock--000000042", g); /* after the wrap */
+  CHECK(!zkl__name_foreign(n, "-lock-", NULL));
+  snprintf(n, sizeof n, "%s-lock-000000042", g); /* 9 digits, no sign */
+  CHECK(zkl__name_foreign(n, "-lock-", NULL));
+  snprintf(n, sizeof n, "%s__READ__0000000001", g);
+  CHECK(!zkl__name_foreign(n, "__WRIT__", "__READ__"));
+  CHECK(zkl__name_foreign(n, "-lock-", NULL));
+  snprintf(n, sizeof n, "%s__lock__0000000001", g); /* kazoo's, or ours */
+  CHECK(!zkl__name_foreign(n, "__lock__", "__rlock__"));
+  CHECK(zkl__name_foreign(n, "-lock-", NULL));
+  /* Curator's, protected and not; a guid of uppercase hex; junk */
+  CHECK(zkl__name_foreign(
+      "_c_6f1c2a3e-2b4d-4c1a-9e0f-1234567890ab-lock-0000000001", "-lock-",
+      NULL));
+  CHECK(zkl__name_foreign("__READ__0000000001", "__WRIT__", "__READ__"));
+  CHECK(zkl__name_foreign("0123456789ABCDEF0123456789abcdef-lock-0000000001",
+                          "-lock-", NULL));
+  CHECK(zkl__name_foreign("x", "-lock-", NULL));
+  snprintf(n, sizeof n, "%s-lock-", g);
+  CHECK(zkl__name_foreign(n, "-lock-", NULL));
+}
+
 static void test_may_insert_below(void) {
   char *names[] = {"_c_a-__WRIT__0000000001", "g-lock-0000000002",
                    "h-lock-0000000003"};
@@ -402,6 +432,7 @@ static void test_handles(void) {
 int main(void) {
   RUN(test_seq_parse);
   RUN(test_name_parse);
+  RUN(test_name_foreign);
   RUN(test_may_insert_below);
   RUN(test_decide);
   RUN(test_decide_lease);
