@@ -428,7 +428,9 @@ ZKL_EXTERN int zkl_mutex_lock(zkl_mutex_t *mutex);
 /*
  * Acquire only if it can be done without waiting for another holder.
  * Returns ZKL_EBUSY when someone else holds or waits ahead of us (our node
- * is deleted before returning), plus the codes of zkl_mutex_lock().
+ * is deleted before returning), plus the codes of zkl_mutex_lock(). A try
+ * holds whenever the blocking acquire would hold without waiting: see
+ * zkl_rwlock_tryrdlock() for the one case that costs a read.
  */
 ZKL_EXTERN int zkl_mutex_trylock(zkl_mutex_t *mutex);
 
@@ -537,7 +539,9 @@ typedef struct zkl_contender {
                            downgraded to read); ZKL_MODE_LEASE (a lease
                            of a semaphore) */
   int holds;            /* 1: holds, by the rule contenders use (several
-                           readers, or up to N leases, hold together) */
+                           readers, or up to N leases, hold together; a
+                           reader whose only conflict is a writer that
+                           downgraded holds beside it) */
 } zkl_contender_t;
 
 /* zkl_contender_t.mode */
@@ -636,6 +640,14 @@ ZKL_EXTERN int zkl_rwlock_destroy(zkl_rwlock_t *rw);
  * that already holds read or write only counts. The codes, the deadline
  * and what is left behind are those of zkl_mutex_lock(),
  * zkl_mutex_trylock() and zkl_mutex_timedlock().
+ *
+ * A try and a timed acquire agree: when the only conflict ahead of our
+ * node is one zklock writer (named as ours are), tryrdlock reads that
+ * writer's node once before it answers, and holds if the writer
+ * downgraded (zkl_rwlock_downgrade()) or is gone, as timedrdlock would at
+ * once; our own node is read in the same round trip. Behind anything
+ * else (two writers, another library's writer) it answers ZKL_EBUSY with
+ * no extra read.
  */
 ZKL_EXTERN int zkl_rwlock_rdlock(zkl_rwlock_t *rw);
 ZKL_EXTERN int zkl_rwlock_tryrdlock(zkl_rwlock_t *rw);

@@ -144,7 +144,8 @@ static int by_rank(const void *x, const void *y) {
   return strcmp(a->e.node, b->e.node);
 }
 
-/* Puts a listing in the order contenders themselves decide (policy.c):
+/* Puts a listing in the order contenders themselves decide (policy.c),
+ * and marks who holds as they decide it:
  * by how many ephemeral contenders stand before each, computed pair by
  * pair, so planted names cannot make the listing disagree with the
  * queue; nodes that are not ephemeral, which nobody waits behind, last.
@@ -167,7 +168,12 @@ static int order_listing(zkl_contender_t *res, size_t n, int limit) {
       res[i].holds = 0;
       if (!skip[i]) {
         zkl__decide(e, (int)n, (int)i, skip, limit, &p);
-        res[i].holds = p.before == 0;
+        /* a reader whose one conflict is a writer that downgraded (its
+         * data read "mode=read", so res shows it shared) holds, as the
+         * reader itself finds (queue.c, plan.downgrade_ok) */
+        res[i].holds = p.before == 0 ||
+                       (p.downgrade_ok &&
+                        res[p.watch[0]].mode == ZKL_MODE_SHARED);
       }
       r[i].e = res[i];
     }

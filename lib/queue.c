@@ -397,6 +397,8 @@ static void step_top(zkl__acq_t *a) {
   r->next = a->path ? step_list_start : step_join;
 }
 
+static void try_last(zkl__acq_t *a);
+
 /* What a look at the queue came to (a position, an owner's confirmation,
  * a wait): hold, look again, join again, wait, or end. */
 static void after_look(zkl__acq_t *a, int rc) {
@@ -414,8 +416,7 @@ static void after_look(zkl__acq_t *a, int rc) {
   } else if (rc != ZKL_OK) {
     end_run(a, rc);
   } else if (r->mode == ZKL__TRY) {
-    waitset_free(&r->w);
-    finish(a, ZKL_EBUSY);
+    try_last(a);
   } else {
     r->next = step_wait;
   }
@@ -1307,6 +1308,66 @@ static void step_read_done(zkl__acq_t *a) {
     wait_end(a, rc);
   else
     r->next = step_wait_eval;
+}
+
+/* A try that would wait reads, before it says ZKL_EBUSY, what a wait
+ * reads at once and may hold on without waiting: its one conflict, when
+ * that is a zklock writer (the plan's downgrade_ok; another library's
+ * never carries our mark), marked "mode=read" by a downgrade, or gone
+ * (the hand-off), exactly as step_read_done() finds it. Our own node is
+ * read in the same round trip (confirm()'s read). So zkl_rwlock_tryrdlock
+ * and zkl_rwlock_timedrdlock agree after a downgrade; a try with nothing
+ * such to read costs nothing more. */
+static void step_try_read_done(zkl__acq_t *a);
+
+static void try_last(zkl__acq_t *a) {
+  run_t *r = a->run;
+  zkl__queue_t *q = a->q;
+  zkl_client_t *c = q->c;
+  zkl__session_t *s = a->sess;
+  if (!r->w.plan.downgrade_ok || r->w.plan.nwatch < 1 ||
+      zkl__name_foreign(strrchr(r->w.paths[0], '/') + 1, q->marker,
+                        q->marker_shared) ||
+      !s || s != c->sess || s->expired || a->session_lost ||
+      c->state != ZKL_CLIENT_CONNECTED || c->conn_epoch != r->epoch ||
+      stopped(r) != ZKL_OK) {
+    waitset_free(&r->w);
+    finish(a, ZKL_EBUSY);
+    return;
+  }
+  r->rs = s;
+  s->refs++;
+  prep(a, &r->aux);
+  prep(a, &r->gd);
+  sent(a, &r->aux, zkl__get(&r->aux, s, r->w.paths[0], 0));
+  sent(a, &r->gd, zkl__exists(&r->gd, s, a->path));
+  r->next = step_try_read_done;
+}
+
+static void step_try_read_done(zkl__acq_t *a) {
+  run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  zkl__session_t *s = r->rs;
+  zkl__call_t *g = &r->aux;
+  size_t len = g->data_len > 0 ? (size_t)g->data_len : 0;
+  int mine = r->gd.rc == ZOK && zkl__owns(a, &r->gd.stat) && s == c->sess &&
+             !s->expired && !a->session_lost;
+  int own_gone = r->gd.rc == ZNONODE || (r->gd.rc == ZOK && !mine);
+  int hold = (g->rc == ZNONODE ||
+              (g->rc == ZOK && g->stat.ephemeralOwner != 0 &&
+               zkl__data_mark(g->data, len, "mode=read"))) &&
+             c->conn_epoch == r->epoch && c->state == ZKL_CLIENT_CONNECTED;
+  zkl__session_put(c, s); /* a->sess keeps it alive, if it is still ours */
+  r->rs = NULL;
+  zkl__call_free(g);
+  zkl__call_free(&r->gd);
+  waitset_free(&r->w);
+  if (hold && mine)
+    after_look(a, HOLD);
+  else if (hold && own_gone)
+    after_look(a, gone(a));
+  else
+    finish(a, ZKL_EBUSY);
 }
 
 /* Parked here between events: what the watches said so far. */

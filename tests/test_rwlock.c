@@ -482,6 +482,86 @@ static void test_forged_waiting_node(void) {
   CHECK_INT(queue_count("mark"), ==, 0);
 }
 
+/* The listing of n contenders of `name`, checked to hold as `want` says
+ * (1 holds, 0 waits), in queue order. */
+static void check_holds(const char *name, size_t n, const int *want) {
+  zkl_contender_t *list = NULL;
+  size_t k = 0, i;
+  zkl_client_t *c = client(10000);
+  CHECK_RC(zkl_mutex_queue(c, root, name, &list, &k), ZKL_OK);
+  CHECK_INT(k, ==, n);
+  for (i = 0; i < k && i < n; i++)
+    CHECK_INT(list[i].holds, ==, want[i]);
+  zkl_contenders_free(list, k);
+  zkl_client_destroy(c);
+}
+
+/* Issue 23 (6b): the listing says a reader let in by a downgrade holds,
+ * as the reader itself found; the writer queued next and the reader
+ * behind it still wait. */
+static void test_listing_holds_after_downgrade(void) {
+  struct job w, r1, w2, r2;
+  static const int before[] = {1, 0, 0, 0}, after[] = {1, 1, 0, 0};
+  new_root();
+  job_start(&w, "dgl", 2);
+  WAIT_FOR(atomic_load(&w.held), 5000);
+  job_start(&r1, "dgl", 0);
+  QUEUED("dgl", 2);
+  job_start(&w2, "dgl", 1);
+  QUEUED("dgl", 3);
+  job_start(&r2, "dgl", 0);
+  QUEUED("dgl", 4);
+  check_holds("dgl", 4, before);
+  atomic_store(&w.go, 1); /* downgrade */
+  WAIT_FOR(atomic_load(&r1.held), 5000);
+  CHECK(atomic_load(&r1.held));
+  check_holds("dgl", 4, after);
+  job_end(&w);
+  job_end(&r1);
+  WAIT_FOR(atomic_load(&w2.held), 5000);
+  job_end(&w2);
+  WAIT_FOR(atomic_load(&r2.held), 5000);
+  job_end(&r2);
+}
+
+/* Issue 23 (6a): after a downgrade, another client's tryrdlock gets in,
+ * as its timedrdlock does at once: both read the writer's mark. Before
+ * the downgrade both say no; a trywrlock still says no after it. */
+static void test_try_agrees_after_downgrade(void) {
+  struct job w;
+  zkl_client_t *c = client(10000);
+  zkl_rwlock_t *rw;
+  static const int three[] = {1, 1, 1};
+  new_root();
+  rw = rwlock(c, "dgt", 0);
+  job_start(&w, "dgt", 2);
+  WAIT_FOR(atomic_load(&w.held), 5000);
+  CHECK_RC(zkl_rwlock_tryrdlock(rw), ZKL_EBUSY);
+  CHECK_RC(zkl_rwlock_timedrdlock(rw, zkl_now_ms() + 100), ZKL_ETIMEDOUT);
+  atomic_store(&w.go, 1); /* downgrade */
+  WAIT_FOR(atomic_load(&w.downgraded), 5000);
+  CHECK(atomic_load(&w.downgraded));
+  CHECK_RC(zkl_rwlock_trywrlock(rw), ZKL_EBUSY);
+  CHECK_RC(zkl_rwlock_timedrdlock(rw, zkl_now_ms() + 2000), ZKL_OK);
+  CHECK_RC(zkl_rwlock_rdunlock(rw), ZKL_OK);
+  CHECK_RC(zkl_rwlock_tryrdlock(rw), ZKL_OK);
+  {
+    /* and a second reader, on its own client, beside the first */
+    zkl_client_t *c2 = client(10000);
+    zkl_rwlock_t *rw2 = rwlock(c2, "dgt", 0);
+    CHECK_RC(zkl_rwlock_tryrdlock(rw2), ZKL_OK);
+    check_holds("dgt", 3, three);
+    CHECK_RC(zkl_rwlock_rdunlock(rw2), ZKL_OK);
+    zkl_rwlock_destroy(rw2);
+    zkl_client_destroy(c2);
+  }
+  CHECK_RC(zkl_rwlock_rdunlock(rw), ZKL_OK);
+  job_end(&w);
+  CHECK_INT(queue_count("dgt"), ==, 0);
+  zkl_rwlock_destroy(rw);
+  zkl_client_destroy(c);
+}
+
 /* Timed and cancelled waits leave nothing behind, in both modes. */
 static void test_timed_and_cancel(void) {
   struct job w;
@@ -554,6 +634,8 @@ int main(void) {
   RUN(test_forged_mark_ends_the_hold);
   RUN(test_forged_mark_refuses_guarded_write);
   RUN(test_forged_waiting_node);
+  RUN(test_listing_holds_after_downgrade);
+  RUN(test_try_agrees_after_downgrade);
   RUN(test_timed_and_cancel);
   RUN(test_kazoo_names_and_bad_input);
   admin_close();
