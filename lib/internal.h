@@ -20,6 +20,12 @@
 /* Sequence numbers are printed by the server as %010d: 10 characters. */
 #define ZKL__SEQ_LEN 10
 #define ZKL__GUID_LEN 32
+/* The end of every multi-lock node's guid: letters no hex guid (ours,
+ * Curator's, kazoo's) has, so a listing tells the nodes of multi-locks,
+ * which never hold one lock while they wait for another (multilock.c),
+ * from those of everyone else. */
+#define ZKL__ML_TAG "xmlk"
+#define ZKL__ML_TAG_LEN 4
 
 /* ---- policy.c: queue order from a listing's names ----------------------- */
 ZKL__HIDDEN int zkl__seq_parse(const char *node, const char *marker,

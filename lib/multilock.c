@@ -28,13 +28,6 @@
  * answers lost) before the acquire gives up with the last reason. */
 #define AGAIN_MAX 8
 
-/* The end of the tag in every multi-lock node's guid: letters no hex guid
- * (ours, Curator's, kazoo's) has, so a listing tells the nodes of
- * multi-locks, which never hold one lock while they wait for another,
- * from those of everyone else. */
-#define ML_TAG "xmlk"
-#define ML_TAG_LEN 4
-
 /* A set holding some members while it waits for others looks behind the
  * members it holds: first after YIELD_FIRST_MS, then every YIELD_EVERY_MS
  * (each plus up to as much again at random), and it yields if someone
@@ -302,7 +295,8 @@ static int enqueue(zkl_multilock_t *ml, txn_t *t, int64_t deadline,
     return ZKL_ENOMEM;
   }
   if ((rc = zkl__guid(t->guid)) == ZKL_OK)
-    memcpy(t->guid + ZKL__GUID_LEN - ML_TAG_LEN, ML_TAG, ML_TAG_LEN);
+    memcpy(t->guid + ZKL__GUID_LEN - ZKL__ML_TAG_LEN, ZKL__ML_TAG,
+           ZKL__ML_TAG_LEN);
   if (rc != ZKL_OK ||
       (rc = zkl__node_data(NULL, ml->data, ml->len, &data, &len)) != ZKL_OK) {
     free(w);
@@ -490,7 +484,7 @@ static int someone_behind(zkl_multilock_t *ml, txn_t *t) {
         m = j;
     for (j = 0; m >= 0 && j < n && nr < YIELD_READS; j++) {
       if (j == m || !zkl__seq_before(e[m].seq, e[j].seq) ||
-          strstr(e[j].name, ML_TAG) ||
+          strstr(e[j].name, ZKL__ML_TAG) ||
           (me->shared && !(e[j].kind & ZKL__KIND_EXCL)))
         continue;
       char *path = zkl__child(me->q.dir, e[j].name);

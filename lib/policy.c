@@ -130,10 +130,14 @@ static int seq_text(const char *s) {
 int zkl__name_foreign(const char *node, const char *marker,
                       const char *marker_shared) {
   const char *ms[2] = {marker, marker_shared};
-  size_t i, m;
+  size_t i, m, hex = ZKL__GUID_LEN;
   if (strlen(node) <= ZKL__GUID_LEN)
     return 1;
-  for (i = 0; i < ZKL__GUID_LEN; i++)
+  /* a multi-lock's guid ends in its tag */
+  if (memcmp(node + ZKL__GUID_LEN - ZKL__ML_TAG_LEN, ZKL__ML_TAG,
+             ZKL__ML_TAG_LEN) == 0)
+    hex -= ZKL__ML_TAG_LEN;
+  for (i = 0; i < hex; i++)
     if (!((node[i] >= '0' && node[i] <= '9') ||
           (node[i] >= 'a' && node[i] <= 'f')))
       return 1;

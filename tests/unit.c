@@ -99,6 +99,11 @@ static void test_name_foreign(void) {
   snprintf(n, sizeof n, "%s__READ__0000000001", g);
   CHECK(!zkl__name_foreign(n, "__WRIT__", "__READ__"));
   CHECK(zkl__name_foreign(n, "-lock-", NULL));
+  /* a multi-lock's: its guid's tag in place of the last hex digits */
+  snprintf(n, sizeof n, "%.28s" ZKL__ML_TAG "-lock-0000000042", g);
+  CHECK(!zkl__name_foreign(n, "-lock-", NULL));
+  snprintf(n, sizeof n, "%.27s" ZKL__ML_TAG "0-lock-0000000042", g);
+  CHECK(zkl__name_foreign(n, "-lock-", NULL));
   snprintf(n, sizeof n, "%s__lock__0000000001", g); /* kazoo's, or ours */
   CHECK(!zkl__name_foreign(n, "__lock__", "__rlock__"));
   CHECK(zkl__name_foreign(n, "-lock-", NULL));
