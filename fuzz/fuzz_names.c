@@ -55,6 +55,19 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
         if (!sp.before && (e[i].kind & ZKL__KIND_LEASE))
           lease_holds++;
       }
+      /* the N a lease's name carries: none, or a semaphore's; the lease
+       * a member gives way to is another lease of the listing */
+      {
+        int v = zkl__lease_limit(e[i].name), agree, d;
+        if (v < 0 || v > ZKL_LEASES_MAX)
+          __builtin_trap();
+        d = zkl__lease_disagrees(e, n, i, NULL, 2, &agree);
+        if (d >= n || d == i || agree < 0 || agree >= n ||
+            (d >= 0 && (!(e[d].kind & ZKL__KIND_LEASE) ||
+                        zkl__lease_limit(e[d].name) == 2 ||
+                        !zkl__lease_limit(e[d].name))))
+          __builtin_trap();
+      }
       if (plan.nwatch > plan.before || plan.nwatch > ZKL__WATCH_MAX)
         __builtin_trap();
       for (j = 0; j < plan.nwatch; j++)

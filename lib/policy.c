@@ -340,6 +340,46 @@ static void decide_lease(const zkl__entry_t *e, int n, int me,
   p->poll = !others;
 }
 
+/* A zklock lease's name says its semaphore's N right before the marker:
+ * <guid>-n<N>-lease-<seq>. Before the marker, not after it, so that every
+ * parser, older versions' included, still finds "-lease-" before the
+ * sequence and counts the node as a lease. The name is the one thing of a
+ * contender nobody can change, and every member lists the queue after its
+ * create anyway: it costs no read. 0: the name does not say (a lease of
+ * an older version, or anything else). */
+int zkl__lease_limit(const char *node) {
+  const char *m = NULL, *p, *d;
+  long v = 0;
+  for (p = strstr(node, "-lease-"); p; p = strstr(p + 1, "-lease-"))
+    m = p; /* the last: only the sequence follows it */
+  if (!m)
+    return 0;
+  for (d = m; d > node && d[-1] >= '0' && d[-1] <= '9'; d--)
+    ;
+  if (d == m || m - d > 5 || *d == '0' || d - node < 2 || d[-1] != 'n' ||
+      d[-2] != '-')
+    return 0;
+  for (p = d; p < m; p++)
+    v = v * 10 + (*p - '0');
+  return v <= ZKL_LEASES_MAX ? (int)v : 0;
+}
+
+int zkl__lease_disagrees(const zkl__entry_t *e, int n, int me,
+                         const unsigned char *skip, int limit, int *agree) {
+  int i, found = -1, v;
+  *agree = 0;
+  for (i = 0; i < n; i++) {
+    if (i == me || (skip && skip[i]) || !(e[i].kind & ZKL__KIND_LEASE) ||
+        !before(&e[i], &e[me]) || !(v = zkl__lease_limit(e[i].name)))
+      continue;
+    if (v == limit)
+      (*agree)++;
+    else if (found < 0 || nearer(&e[i], &e[found], &e[me]))
+      found = i;
+  }
+  return found;
+}
+
 /* Sound for the mutex's reason: no node lower than ours appears after our
  * listing (unless one before us may add one: zkl__may_insert_below), so
  * the set of conflicting nodes before us can only shrink. Hence a watched

@@ -232,6 +232,56 @@ static void test_decide_lease(void) {
   free(e);
 }
 
+/* A lease's name carries its N before the marker, where every parser
+ * still sees a lease; a member gives way to the nearest lease before it
+ * that carries another N, and to none after it. */
+static void test_lease_limit(void) {
+  char *names[] = {
+      "0123456789abcdef0123456789abcdef-n3-lease-0000000001",
+      "1123456789abcdef0123456789abcdef-lease-0000000002", /* older: no N */
+      "2123456789abcdef0123456789abcdef-n100-lease-0000000003",
+      "3123456789abcdef0123456789abcdef-n3-lease-0000000004",
+      "4123456789abcdef0123456789abcdef-n100-lease-0000000005",
+  };
+  zkl__entry_t *e = NULL;
+  int32_t s = 0;
+  int k = 0, agree = -1;
+  CHECK(zkl__name_parse(names[2], &s, &k));
+  CHECK_INT(s, ==, 3);
+  CHECK(k & ZKL__KIND_LEASE);
+  CHECK(zkl__name_parse("g-n3-lease--000000005", &s, &k));
+  CHECK_INT(s, ==, -5);
+  CHECK_INT(zkl__lease_limit("g-n3-lease--000000005"), ==, 3);
+  CHECK_INT(zkl__lease_limit(names[0]), ==, 3);
+  CHECK_INT(zkl__lease_limit(names[1]), ==, 0);
+  CHECK_INT(zkl__lease_limit(names[2]), ==, 100);
+  CHECK_INT(zkl__lease_limit("g-n65536-lease-0000000001"), ==, 65536);
+  CHECK_INT(zkl__lease_limit("g-n65537-lease-0000000001"), ==, 0);
+  CHECK_INT(zkl__lease_limit("g-n03-lease-0000000001"), ==, 0);
+  CHECK_INT(zkl__lease_limit("g-n123456-lease-0000000001"), ==, 0);
+  CHECK_INT(zkl__lease_limit("gn3-lease-0000000001"), ==, 0);
+  CHECK_INT(zkl__lease_limit("n3-lease-0000000001"), ==, 0);
+  CHECK_INT(zkl__lease_limit("g-n3-lock-0000000001"), ==, 0);
+  CHECK_INT(zkl__contenders(names, 5, &e), ==, 5);
+  CHECK_INT(zkl__lease_disagrees(e, 5, 0, NULL, 3, &agree), ==, -1);
+  CHECK_INT(agree, ==, 0);
+  /* the first of N=100 gives way to the lease of N=3 before it */
+  CHECK_INT(zkl__lease_disagrees(e, 5, 2, NULL, 100, &agree), ==, 0);
+  CHECK_INT(agree, ==, 0);
+  /* the nearest disagreeing one is named; an older name counts not */
+  CHECK_INT(zkl__lease_disagrees(e, 5, 3, NULL, 3, &agree), ==, 2);
+  CHECK_INT(agree, ==, 1);
+  CHECK_INT(zkl__lease_disagrees(e, 5, 4, NULL, 100, &agree), ==, 3);
+  CHECK_INT(agree, ==, 1);
+  /* left out (planted, not ephemeral): not in the way */
+  {
+    unsigned char skip[5] = {1, 0, 0, 1, 0};
+    CHECK_INT(zkl__lease_disagrees(e, 5, 4, skip, 100, &agree), ==, -1);
+    CHECK_INT(agree, ==, 1);
+  }
+  free(e);
+}
+
 static void test_serial_order(void) {
   CHECK(zkl__seq_before(1, 2));
   CHECK(!zkl__seq_before(2, 1));
@@ -441,6 +491,7 @@ int main(void) {
   RUN(test_may_insert_below);
   RUN(test_decide);
   RUN(test_decide_lease);
+  RUN(test_lease_limit);
   RUN(test_serial_order);
   RUN(test_place);
   RUN(test_names);
