@@ -167,7 +167,11 @@ static int order_listing(zkl_contender_t *res, size_t n, int limit) {
       r[i].rank = skip[i] ? INT_MAX : zkl__place(e, (int)n, (int)i, skip, NULL);
       res[i].holds = 0;
       if (!skip[i]) {
-        zkl__decide(e, (int)n, (int)i, skip, limit, &p);
+        /* a lease that says its N is judged by it: the directory's
+         * data may have been rewritten since (queue.c, "agreeing") */
+        int own = (e[i].kind & ZKL__KIND_LEASE) ? zkl__lease_limit(e[i].name)
+                                                : 0;
+        zkl__decide(e, (int)n, (int)i, skip, own ? own : limit, &p);
         /* a reader whose one conflict is a writer that downgraded (its
          * data read "mode=read", so res shows it shared) holds, as the
          * reader itself finds (queue.c, plan.downgrade_ok) */

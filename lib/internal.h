@@ -204,6 +204,7 @@ struct zkl__queue {
   int limit;          /* a semaphore's leases (marker "-lease-"), or 0 */
   char *dir_data;     /* what <dir>'s data must say ("max=N"), or NULL */
   int64_t dir_czxid;  /* the <dir> found to say it, or 0 (under c->mu) */
+  int32_t dir_version; /* at that data version: a rewrite changes it */
   /* <dir>, as this object knows it (under c->mu): seen (a create in it
    * went through, so joins need not make it first); the incarnation this
    * object made as a container, or 0; and whether the last look at the

@@ -756,12 +756,17 @@ static void joined(zkl__acq_t *a) {
   zkl__queue_t *q = a->q;
   r->have_list = r->fresh = r->ls.rc == ZOK;
   if (q->dir_data && !r->agreed) {
-    if (r->have_list && r->ls.stat.czxid == q->dir_czxid) {
+    /* the listing carries the directory's stat: unchanged since we read
+     * it (same incarnation, same data version), it still says our N */
+    if (r->have_list && r->ls.stat.czxid == q->dir_czxid &&
+        r->ls.stat.version == q->dir_version) {
       r->agreed = 1;
     } else {
-      /* read before our create: maybe of an earlier incarnation */
+      /* read before our create: maybe of an earlier incarnation, or
+       * rewritten since */
       if (r->have_list && r->gd.rc == ZOK &&
-          r->gd.stat.czxid != r->ls.stat.czxid)
+          (r->gd.stat.czxid != r->ls.stat.czxid ||
+           r->gd.stat.version != r->ls.stat.version))
         r->gd.rc = ZCONNECTIONLOSS;
       r->tries = 0;
       r->next = step_agree;
@@ -786,15 +791,68 @@ static void agreed(zkl__acq_t *a, int rc) {
   }
 }
 
-/* The queue's directory must carry q->dir_data (a semaphore's number of
- * leases): members that disagree would admit more than some of them
- * allow. A directory without data (made by another recipe, an older
- * version or an operator) gets ours by a conditional write. r->gd is the
- * read of the directory sent with our join; any other code than ZOK
- * means read it again. Ends with ZKL_OK, ZKL_EMISMATCH, RETRY, or an
- * error. */
+/* Agreeing on N. Members that disagree on a semaphore's number of leases
+ * would admit more than some of them allow. Two checks:
+ *
+ * The leases (position(), at every look at the queue): each lease's name
+ * carries its N, and a member refuses while a live lease before its own
+ * carries another. That alone keeps two leases of different N from both
+ * being granted: of two such members the later one (the higher
+ * sequence) made its node after the earlier one's, and lists the queue
+ * after its create, so its listing shows the earlier node unless that is
+ * gone already; and a lease is granted only by a listing (or by the
+ * deletion of nodes a listing showed), never before its first one. No
+ * one can rewrite a name, so no write to any node can override it. So
+ * holders need not be told anything: a rewrite breaks no agreement under
+ * them. The price: a refused member's node, until its delete lands, makes
+ * a member of the other N right behind it refuse too. A misconfigured
+ * member can fail correct ones for that moment, never admit one too many.
+ *
+ * The directory's data, "max=N" (q->dir_data), speaks for a semaphore
+ * with no lease live, where no name can: a member refuses when it says
+ * another N, unless live leases before it carry our N (they decide: the
+ * directory was rewritten under them). A rewrite thus changes N once
+ * every lease of the old N is gone. It is read once per incarnation and
+ * data version of the directory (the listing's stat tells both), so the
+ * uncontended path reads nothing more. Leases whose names carry no N (an
+ * older version's) are judged by the directory alone, as they always
+ * were.
+ *
+ * A directory without data (made by another recipe, an older version or
+ * an operator) gets ours by a conditional write. r->gd is the read of the
+ * directory sent with our join; any other code than ZOK means read it
+ * again. Ends with ZKL_OK, ZKL_EMISMATCH, RETRY, or an error. */
 static void step_agree_set(zkl__acq_t *a);
 static void agree_reread(zkl__acq_t *a, int rc);
+
+static int ignored(const zkl__queue_t *q, const char *name);
+
+/* Whether the listing of our join shows live leases before ours that
+ * carry our N, and none that carries another. */
+static int leases_agree(zkl__acq_t *a) {
+  run_t *r = a->run;
+  const char *me = a->path ? strrchr(a->path, '/') + 1 : NULL;
+  zkl__entry_t *e = NULL;
+  unsigned char *skip = NULL;
+  int n, i, idx = -1, agree = 0, ok = 0;
+  if (!r->have_list || !me)
+    return 0;
+  n = zkl__contenders(r->ls.kids.data, r->ls.kids.count, &e);
+  if (n > 0 && (skip = calloc((size_t)n, 1))) {
+    for (i = 0; i < n; i++) {
+      if (strcmp(e[i].name, me) == 0)
+        idx = i;
+      else
+        skip[i] = ignored(a->q, e[i].name);
+    }
+    ok = idx >= 0 &&
+         zkl__lease_disagrees(e, n, idx, skip, a->q->limit, &agree) < 0 &&
+         agree > 0;
+  }
+  free(skip);
+  free(e);
+  return ok;
+}
 
 static void step_agree(zkl__acq_t *a) {
   run_t *r = a->run;
@@ -812,6 +870,17 @@ static void step_agree(zkl__acq_t *a) {
     if ((size_t)gd->data_len == wl && memcmp(gd->data, want, wl) == 0) {
       r->agreed = 1;
       q->dir_czxid = gd->stat.czxid;
+      q->dir_version = gd->stat.version;
+      agreed(a, ZKL_OK);
+      return;
+    }
+    q->dir_czxid = 0; /* not ours: read it with every join */
+    if (leases_agree(a)) {
+      zkl__post_log(c, ZKL_LOG_WARN,
+                    "%s: says \"%.*s\", but the live leases say \"%s\", "
+                    "as this member does: joining",
+                    q->dir, gd->data_len > 64 ? 64 : gd->data_len, gd->data,
+                    want);
       agreed(a, ZKL_OK);
       return;
     }
@@ -852,6 +921,7 @@ static void step_agree_set(zkl__acq_t *a) {
     r->rs = NULL;
     r->agreed = 1;
     a->q->dir_czxid = r->gd.stat.czxid;
+    a->q->dir_version = r->gd.stat.version + 1; /* our conditional write */
     agreed(a, ZKL_OK);
     return;
   }
@@ -1000,7 +1070,8 @@ static int ignored(const zkl__queue_t *q, const char *name) {
 }
 
 /* Finds our place in a listing, from our own node's point of view (see
- * policy.c). Returns HOLD, ZKL_EREVOKED or RETRY (our node is not there),
+ * policy.c). Returns HOLD, ZKL_EMISMATCH (a lease before ours carries
+ * another N), ZKL_EREVOKED or RETRY (our node is not there),
  * or ZKL_OK with *w: the nodes to watch, and whether their deletion alone
  * will prove we hold. */
 static int position(zkl__acq_t *a, const zkl__call_t *ls, waitset_t *w) {
@@ -1008,7 +1079,7 @@ static int position(zkl__acq_t *a, const zkl__call_t *ls, waitset_t *w) {
   const char *me = strrchr(a->path, '/') + 1;
   zkl__entry_t *e;
   unsigned char *skip;
-  int n, i, idx = -1, rc = ZKL_OK;
+  int n, i, idx = -1, rc = ZKL_OK, d, agree;
   r->behind = 0;
   n = zkl__contenders(ls->kids.data, ls->kids.count, &e);
   if (n < 0)
@@ -1026,6 +1097,17 @@ static int position(zkl__acq_t *a, const zkl__call_t *ls, waitset_t *w) {
   }
   if (idx < 0) {
     rc = gone(a);
+  } else if (a->q->limit && (e[idx].kind & ZKL__KIND_LEASE) &&
+             (d = zkl__lease_disagrees(e, n, idx, skip, a->q->limit,
+                                       &agree)) >= 0) {
+    /* see "agreeing on N" above: the later of two disagreeing members
+     * always sees the earlier one, and it is the one to give way */
+    zkl__post_log(a->q->c, ZKL_LOG_ERROR,
+                  "%s/%s: a live lease made with max=%d, this member with "
+                  "max=%d: refusing to join",
+                  a->q->dir, e[d].name, zkl__lease_limit(e[d].name),
+                  a->q->limit);
+    rc = ZKL_EMISMATCH;
   } else {
     zkl__decide(e, n, idx, skip, a->q->limit, &w->plan);
     if (!w->plan.before)

@@ -2,10 +2,13 @@
  *
  * A policy over the queue engine: a lease is a node of kind LEASE, the
  * queue's limit is N, and policy.c's decide_lease says who holds (the N
- * lowest leases) and whom to watch. The engine also checks, with every
- * join, that the directory's data says our N (q->dir_data), and relays a
- * grant after a wait to the next waiter. What is left here is the lease
- * handle: not owned by a thread, released once by any. */
+ * lowest leases) and whom to watch. Each lease's name carries N
+ * (zkl__lease_limit), and the engine refuses a member while a live lease
+ * before it carries another N, or, with no lease of our N live, while the
+ * directory's data does not say our N (q->dir_data: queue.c, "agreeing
+ * on N"). It also relays a grant after a wait to the next waiter. What is
+ * left here is the lease handle: not owned by a thread, released once by
+ * any. */
 #include "config.h"
 
 #include <stdio.h>
@@ -21,6 +24,7 @@ struct zkl_semaphore {
   zkl_semaphore_fn fn;
   void *ctx;
   int leases; /* not released yet (under c->mu) */
+  char marker[24]; /* "-n<N>-lease-": q.marker points here */
 };
 
 struct zkl_lease {
@@ -56,7 +60,8 @@ int zkl_semaphore_create(zkl_semaphore_t **out, zkl_client_t *c,
   sem->fork_gen = c->fork_gen;
   sem->fn = o ? o->state_fn : NULL;
   sem->ctx = o ? o->state_ctx : NULL;
-  spec.marker = "-lease-";
+  snprintf(sem->marker, sizeof sem->marker, "-n%u-lease-", leases);
+  spec.marker = sem->marker;
   spec.limit = (int)leases;
   spec.notify = sem->fn ? sem_notify : NULL;
   if ((rc = zkl__queue_open(&sem->q, c, &spec, sem)) != ZKL_OK) {

@@ -81,7 +81,7 @@ static void test_n_at_once(void) {
   CHECK_RC(zkl_lease_token(l[2], &t1), ZKL_OK);
   CHECK(t1 > t0);
   CHECK_RC(zkl_lease_node_path(l[1], path, sizeof path), ZKL_OK);
-  CHECK(strstr(path, "-lease-") != NULL);
+  CHECK(strstr(path, "-n3-lease-") != NULL); /* its N, in its name */
   CHECK_RC(zkl_lease_verify(l[1]), ZKL_OK);
   CHECK_RC(zkl_semaphore_destroy(s), ZKL_EBUSY); /* leases out */
   before = zkl_client_request_count(c);
@@ -186,6 +186,87 @@ static void test_mismatch_and_bare_directory(void) {
   s3 = semaphore(c, "bare", 3);
   CHECK_RC(zkl_semaphore_acquire(s3, &l), ZKL_EMISMATCH);
   zkl_semaphore_destroy(s3);
+  zkl_client_destroy(c);
+}
+
+/* Gives back a lease a refused acquire got anyway (on a library that
+ * lets it in), so that one failed check does not wedge the next. */
+static void drop(zkl_lease_t **l) {
+  if (*l)
+    CHECK_RC(zkl_lease_release(*l), ZKL_OK);
+  *l = NULL;
+}
+
+/* Issue 23, item 4: rewriting the directory's "max=N" does not override
+ * the N of the live leases. Three leases of N=3 are held; a co-tenant
+ * sets the directory to max=100; a member made with N=100 is refused
+ * (ZKL_EMISMATCH, no node left) while any lease of N=3 is live, and the
+ * holders are untouched. Members of N=3 still get in: the live leases
+ * decide, not the directory. Once no lease of N=3 is left, the directory
+ * speaks again: N=100 gets in, and N=3 is refused from then on. */
+static void test_rewritten_directory(void) {
+  zkl_client_t *c = client(10000), *c2 = client(10000);
+  zkl_semaphore_t *s3, *s3b, *s100;
+  zkl_lease_t *l[3] = {0}, *x = NULL;
+  zkl_contender_t *list = NULL;
+  size_t n = 0, k;
+  struct job w;
+  char path[256];
+  int i;
+  new_root();
+  s3 = semaphore(c, "rw", 3);
+  for (i = 0; i < 3; i++)
+    CHECK_RC(zkl_semaphore_acquire(s3, &l[i]), ZKL_OK);
+  snprintf(path, sizeof path, "%s/rw", root);
+  CHECK_INT(zoo_set(admin, path, "max=100", 7, -1), ==, ZOK);
+  s100 = semaphore(c2, "rw", 100);
+  CHECK_RC(zkl_semaphore_tryacquire(s100, &x), ZKL_EMISMATCH);
+  CHECK(x == NULL);
+  drop(&x);
+  CHECK_RC(zkl_semaphore_timedacquire(s100, zkl_now_ms() + 1000, &x),
+           ZKL_EMISMATCH);
+  CHECK(x == NULL);
+  drop(&x);
+  CHECK_INT(queue_len("rw"), ==, 3); /* the refused left nothing */
+  for (i = 0; i < 3; i++) {
+    CHECK_INT(zkl_lease_state(l[i]), ==, ZKL_STATE_HELD);
+    CHECK_RC(zkl_lease_verify(l[i]), ZKL_OK);
+  }
+  /* new members of N=3 wait their turn, as before the rewrite, and the
+   * listing goes by the leases' N, not by the directory's */
+  s3b = semaphore(c2, "rw", 3);
+  CHECK_RC(zkl_semaphore_tryacquire(s3b, &x), ZKL_EBUSY);
+  drop(&x);
+  job_start(&w, "rw", 3);
+  QUEUED("rw", 4);
+  CHECK_RC(zkl_mutex_queue(c, root, "rw", &list, &n), ZKL_OK);
+  CHECK_INT(n, ==, 4);
+  for (k = 0; k < n; k++)
+    CHECK_INT(list[k].holds, ==, k < 3);
+  zkl_contenders_free(list, n);
+  CHECK_RC(zkl_lease_release(l[0]), ZKL_OK);
+  l[0] = NULL;
+  WAIT_FOR(atomic_load(&w.held), 5000);
+  CHECK(atomic_load(&w.held));
+  CHECK_RC(zkl_semaphore_tryacquire(s100, &x), ZKL_EMISMATCH);
+  drop(&x);
+  job_end(&w);
+  for (i = 1; i < 3; i++)
+    CHECK_RC(zkl_lease_release(l[i]), ZKL_OK);
+  /* no lease of N=3 left: the directory decides, for every object */
+  CHECK_RC(zkl_semaphore_tryacquire(s3, &x), ZKL_EMISMATCH);
+  drop(&x);
+  CHECK_RC(zkl_semaphore_tryacquire(s100, &x), ZKL_OK);
+  CHECK_RC(zkl_semaphore_tryacquire(s3b, &l[0]), ZKL_EMISMATCH);
+  CHECK(l[0] == NULL);
+  drop(&l[0]);
+  CHECK_INT(queue_len("rw"), ==, 1);
+  drop(&x);
+  CHECK_INT(queue_count("rw"), ==, 0);
+  zkl_semaphore_destroy(s3);
+  zkl_semaphore_destroy(s3b);
+  zkl_semaphore_destroy(s100);
+  zkl_client_destroy(c2);
   zkl_client_destroy(c);
 }
 
@@ -334,6 +415,7 @@ int main(void) {
   RUN(test_n_at_once);
   RUN(test_fifo_any_order_and_relay);
   RUN(test_mismatch_and_bare_directory);
+  RUN(test_rewritten_directory);
   RUN(test_lock_excludes_leases);
   RUN(test_listing);
   RUN(test_many_clients);
