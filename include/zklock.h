@@ -722,8 +722,8 @@ ZKL_EXTERN int zkl_rwlock_node_path(const zkl_rwlock_t *rw, char *buf,
 
 /*
  * At most N leases of <root>/<name> at once, across every process. Each
- * lease is an ephemeral sequential node <guid>-lease-<seq>; the N lowest
- * leases hold, the others wait in arrival order. Nobody is woken for
+ * lease is an ephemeral sequential node <guid>-n<N>-lease-<seq>; the N
+ * lowest leases hold, the others wait in arrival order. Nobody is woken for
  * nothing: the first waiter watches the N holders (when N <= 32) and takes
  * the first lease freed, with no further read; each later waiter watches
  * only the waiter before it, which marks its node when it is granted. A
@@ -732,12 +732,26 @@ ZKL_EXTERN int zkl_rwlock_node_path(const zkl_rwlock_t *rw, char *buf,
  * reconnected, found by its guid if its create's reply was lost), or with
  * the session when the process dies.
  *
- * Every member must agree on N. The semaphore's directory (a container
- * node, gone once the last lease is) says "max=N", written by the first
- * member to make it; a member created with another N gets ZKL_EMISMATCH
- * from every acquire, and admits nobody, until all leases of the other N
- * are gone. A lock (zkl_mutex_t, zkl_rwlock_t) on the same name excludes
- * every lease and is excluded by them.
+ * Every member must agree on N, and no write to any node can override
+ * that. Each lease's name carries its N, and names cannot be rewritten: a
+ * member refuses (ZKL_EMISMATCH from every acquire, no node left) while
+ * any live lease before its own carries another N. It looks at its first
+ * listing, which comes with its create, and at every later one: of two
+ * members that disagree, the later always sees the earlier's lease, so
+ * leases of two different N are never granted together: a holder's
+ * agreement cannot break under it, so its state does not change (but see
+ * older versions below). With no such lease live, the semaphore's directory
+ * (a container node, gone once the last lease is) speaks: it says
+ * "max=N", written by the first member to make it, and a member created
+ * with another N is refused. Anyone allowed to write the directory can
+ * rewrite its data: that changes nothing while leases of the old N live
+ * (members of the old N still get in, others are refused), and makes the
+ * new N the semaphore's once every lease of the old N is gone (members of
+ * the old N are refused from then on). Leases of older zklock versions
+ * carry no N in their names: they are judged by the directory alone, as
+ * those versions did, so a rewritten directory can still over-admit while
+ * they take part. A lock (zkl_mutex_t, zkl_rwlock_t) on the same name
+ * excludes every lease and is excluded by them.
  *
  * Leases belong to no thread: any thread may release one, once. The token
  * of a lease (the czxid of its node) grows with the order of grants; it
@@ -778,8 +792,9 @@ ZKL_EXTERN int zkl_semaphore_create(zkl_semaphore_t **out,
  * waited for), or until deadline_ms (ZKL_ETIMEDOUT). *lease is set on
  * ZKL_OK; release it with zkl_lease_release(). An uncontended acquire is
  * one round trip: the create and the listing, and on an object's first
- * acquire (or once the directory was made anew: the listing tells) a read
- * of the directory's max=N in the same round trip.
+ * acquire a read of the directory's max=N in the same round trip; once
+ * the directory was made anew or its data rewritten (the listing tells),
+ * one more round trip reads it again.
  * Other codes: ZKL_EMISMATCH (see above), ZKL_ECANCELED, ZKL_ECLOSED,
  * ZKL_EREVOKED, ZKL_EAUTH, ZKL_EFORKED, ZKL_EINVAL, a ZooKeeper code. On
  * any error no node of ours is left.
