@@ -29,7 +29,8 @@ locks. While they run it injects faults, one at a time, in a seeded order:
                     two; data full of escapes, CRs and NULs. Then, a few
                     times, on a random lock: rewrites the node of the holder
                     (caught by the store as it answers the holder's read, so
-                    the hold is surely inside its critical section), deletes
+                    the hold is surely inside its critical section; a
+                    rewrite ends the hold as LOST, as a delete does), deletes
                     it, deletes it and re-creates it (persistent, or ephemeral
                     on the rogue's session, removed when the fault ends), or
                     deletes the node of the last waiter
@@ -88,7 +89,10 @@ same --seed (thread timing still varies from run to run).
 mutexes; read-write locks (three reads to one write, half the writes
 downgrade and read on; a write must carry a token at least the highest
 seen, a read one at least the highest write token); semaphores of
---leases leases (more than that inside at once is an overlap).
+--leases leases (more than that inside at once is an overlap); multi, two
+locks a cycle, nested in one fixed order, as one multi-lock (named in
+either order) or one alone, all at once on the same locks: a wait cycle
+among them shows as a stall.
 
 --unlocked checks the checker: clients skip the lock, and the round must be
 reported as FAIL with overlaps and lost updates; chaos.py then exits 0 only
@@ -684,6 +688,7 @@ class Round:
                 self.rogue_deleted[key] = t_done
                 # in a read-write lock or a semaphore the tail of a queue
                 # of two may hold: the victim may not have been waiting
+                # and a multi-lock may be giving its waiting node up itself
                 if verb == "delwaiter" and (res == "unsure" or
                                             self.recipe not in ("mutex", "async")):
                     self.rogue_unsure.add(key)
@@ -785,6 +790,12 @@ class Round:
                 log("lock %d: hold with token %d lost its node to the rogue, never reported LOST" % key)
         if len(told) < len(holds):
             bad.append("%d hold(s) deleted by the rogue never reported LOST" % (len(holds) - len(told)))
+        # the rogue rewrites a node only once its holder is inside
+        untold = [key for key in self.rogue_rewritten if key in seen and key not in reported]
+        for key in untold:
+            log("lock %d: hold with token %d had its data rewritten, never reported LOST" % key)
+        if untold:
+            bad.append("%d rewritten hold(s) never reported LOST" % len(untold))
         for key in late:
             log("lock %d: acquire of token %d returned %.3f s after the rogue deleted its node"
                 % (key[0], key[1], acquired[key] - deleted[key]))
@@ -826,8 +837,11 @@ class Round:
         secs = time.monotonic() - t_start
         tot = self.client_totals()
         self.rogue_removal("cleanup")
-        overlaps, fenced, lost_updates, stale_ok, writes = self.store.check(self.pauses,
-                                                                            self.rogue_deleted)
+        # a node the rogue rewrote is no hold either: its holder is told
+        # LOST and the node goes, so the next holder may begin at once
+        ended = dict(self.rogue_deleted)
+        ended.update((key, 0) for key in self.rogue_rewritten)
+        overlaps, fenced, lost_updates, stale_ok, writes = self.store.check(self.pauses, ended)
         orphans = self.orphans()  # also counts what the rogue left
         bad = self.hostile_checks(tot)
         if overlaps:
@@ -898,7 +912,8 @@ def main():
                     help="what the clients take, one per round in turn (a comma-separated "
                     "list): mutex; async, mutexes taken with zkl_mutex_lock_async and "
                     "released by another thread, one in eight cancelled; rw, read-write locks (3 reads to 1 write, half the writes "
-                    "downgrade); sem, semaphores of --leases leases")
+                    "downgrade); sem, semaphores of --leases leases; multi, two locks a "
+                    "cycle: nested in a fixed order, as one multi-lock, or one alone")
     ap.add_argument("--leases", type=int, default=2)
     ap.add_argument("--unlocked", action="store_true",
                     help="clients skip the lock: the checks must fail")
@@ -912,8 +927,8 @@ def main():
     o.builddir = os.path.abspath(o.builddir)
     o.recipes = [r for r in o.recipe.split(",") if r]
     for r in o.recipes:
-        if r not in ("mutex", "async", "rw", "sem"):
-            ap.error("unknown recipe %r (known: mutex, async, rw, sem)" % r)
+        if r not in ("mutex", "async", "rw", "sem", "multi"):
+            ap.error("unknown recipe %r (known: mutex, async, rw, sem, multi)" % r)
     kinds = [k for k in o.faults.split(",") if k]
     for k in kinds:
         if k not in KINDS:

@@ -3,7 +3,8 @@
  *
  *   chaos_client -s HOSTS -r ROOT -l LOCKS -t THREADS -p STORE_PORT
  *                [-T SESSION_MS] [-i ID] [-x SEED] [-u THINK_US] [-W WAIT_MS] [-U]
- *                [-a SCHEME:CREDENTIAL [-C]] [-m mutex|async|rw|sem] [-n LEASES]
+ *                [-a SCHEME:CREDENTIAL [-C]] [-m mutex|async|rw|sem|multi]
+ *                [-n LEASES]
  *
  * THREADS threads share one client and LOCKS mutex objects (lock names
  * "l0".."l<LOCKS-1>" under ROOT). Each thread loops until SIGTERM: pick a
@@ -46,6 +47,14 @@
  * -m sem: the locks are semaphores of LEASES (-n) leases; each cycle takes
  * a lease, "S lock token id pid acquired_ms" -> "OK", thinks, "E ..." ->
  * "OK", and releases it.
+ * -m multi: each cycle takes two locks, in one of three ways drawn at
+ * random: nested (the lower-numbered lock, think, then the other, one
+ * zkl_mutex_t each, always in that order), as a multi-lock of the two
+ * (zkl_multilock_*, the pair named in either order), or one lock alone;
+ * then one read-modify-write per lock held, under its token (a
+ * multi-lock's one token for both). A nested locker beside a multi-lock
+ * on the same two locks is what used to deadlock (a lock nobody holds
+ * for long is a stall the checker fails).
  *
  * On SIGTERM it finishes the cycles under way, destroys everything and
  * prints one line:
@@ -76,7 +85,7 @@ static const char *hosts, *root = "/chaos";
 static int nlocks = 3, nthreads = 4, store_port, session_ms = 6000, id;
 static int think_us = 2000, wait_ms = 120000, unlocked, acl_creator;
 static const char *mode = "mutex";
-static int async_mode;
+static int async_mode, multi_mode;
 static int leases = 2;
 static zkl_rwlock_t *rwlocks[MAX_LOCKS];
 static zkl_semaphore_t *sems[MAX_LOCKS];
@@ -84,6 +93,10 @@ static const char *auth;
 static unsigned seed = 1;
 static zkl_client_t *client;
 static zkl_mutex_t *mutexes[MAX_LOCKS];
+/* -m multi: each worker's multi-lock while it has one, for the stop's
+ * cancel (under multi_mu) */
+static zkl_multilock_t *multis[MAX_THREADS];
+static pthread_mutex_t multi_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int stopping, running;
 static atomic_long fake_tokens;
 static atomic_long cycles, written, stale, lost, revoked, timeouts, errors, max_wait;
@@ -155,6 +168,14 @@ static void on_rw_state(zkl_rwlock_t *rw, int state, uint64_t token, void *ctx) 
 static void on_sem_state(zkl_semaphore_t *sem, int state, uint64_t token, void *ctx) {
   (void)sem;
   state_lost(state, token, ctx);
+}
+
+/* A multi-lock's loss is each of its locks': ctx is the pair, k1 << 8 | k2. */
+static void on_multi_state(zkl_multilock_t *ml, int state, uint64_t token, void *ctx) {
+  uintptr_t pair = (uintptr_t)ctx;
+  (void)ml;
+  state_lost(state, token, (void *)(pair >> 8));
+  state_lost(state, token, (void *)(pair & 0xff));
 }
 
 static void log_line(void *ctx, int level, const char *msg) {
@@ -323,7 +344,72 @@ static void async_cycle(int fd, int k, unsigned *rs) {
   atomic_fetch_add(&cycles, 1);
 }
 
-static void one_cycle(int fd, unsigned *rs) {
+/* Two locks at once: nested, as one multi-lock, or one of them alone. */
+static void multi_cycle(int fd, int slot, unsigned *rs) {
+  int a = (int)(rand_r(rs) % (unsigned)nlocks), b = (a + 1 + (int)(rand_r(rs) % (unsigned)(nlocks - 1))) % nlocks;
+  int lo = a < b ? a : b, hi = a < b ? b : a, how = (int)(rand_r(rs) % 3), rc;
+  int64_t t0 = zkl_now_ms(), acquired;
+  uint64_t tlo = 0, thi = 0;
+  if (how == 0) { /* nested: lo, think, then hi */
+    if (!acquired_ok(zkl_mutex_timedlock(mutexes[lo], t0 + wait_ms), "lock")) return;
+    if ((rc = zkl_mutex_token(mutexes[lo], &tlo)) != ZKL_OK) failed("token", rc);
+    think(rs);
+    if (!acquired_ok(zkl_mutex_timedlock(mutexes[hi], t0 + wait_ms), "nested lock")) {
+      released(fd, zkl_mutex_unlock(mutexes[lo]), lo, tlo, "unlock");
+      return;
+    }
+    acquired = zkl_now_ms();
+    note_max(&max_wait, (long)(acquired - t0));
+    if ((rc = zkl_mutex_token(mutexes[hi], &thi)) != ZKL_OK) failed("token", rc);
+    fenced_update(fd, lo, tlo, acquired, rs);
+    fenced_update(fd, hi, thi, acquired, rs);
+    released(fd, zkl_mutex_unlock(mutexes[hi]), hi, thi, "unlock");
+    released(fd, zkl_mutex_unlock(mutexes[lo]), lo, tlo, "unlock");
+  } else if (how == 1) { /* one multi-lock, the pair named in either order */
+    char na[16], nb[16];
+    zkl_multilock_member_t m[2] = {{na, ZKL_MODE_EXCLUSIVE}, {nb, ZKL_MODE_EXCLUSIVE}};
+    zkl_multilock_options_t o = {.root = root};
+    zkl_multilock_t *ml = NULL;
+    snprintf(na, sizeof na, "l%d", a);
+    snprintf(nb, sizeof nb, "l%d", b);
+    o.state_fn = on_multi_state;
+    o.state_ctx = (void *)(uintptr_t)(lo << 8 | hi);
+    if ((rc = zkl_multilock_create(&ml, client, m, 2, &o)) != ZKL_OK) {
+      failed("multilock create", rc);
+      return;
+    }
+    pthread_mutex_lock(&multi_mu);
+    multis[slot] = atomic_load(&stopping) ? NULL : ml;
+    pthread_mutex_unlock(&multi_mu);
+    rc = multis[slot] ? zkl_multilock_timedlock(ml, t0 + wait_ms) : ZKL_ECANCELED;
+    int got = acquired_ok(rc, "multilock");
+    if (got) {
+      acquired = zkl_now_ms();
+      note_max(&max_wait, (long)(acquired - t0));
+      if ((rc = zkl_multilock_token(ml, &tlo)) != ZKL_OK) failed("multilock token", rc);
+      fenced_update(fd, lo, tlo, acquired, rs);
+      fenced_update(fd, hi, tlo, acquired, rs);
+      rc = zkl_multilock_unlock(ml);
+      released(fd, rc, lo, tlo, "unlock");
+      if (rc == ZKL_ELOST) report_lost(fd, hi, tlo, "unlock");
+    }
+    pthread_mutex_lock(&multi_mu);
+    multis[slot] = NULL;
+    pthread_mutex_unlock(&multi_mu);
+    if ((rc = zkl_multilock_destroy(ml)) != ZKL_OK) failed("multilock destroy", rc);
+    if (!got) return;
+  } else {
+    if (!acquired_ok(zkl_mutex_timedlock(mutexes[a], t0 + wait_ms), "lock")) return;
+    acquired = zkl_now_ms();
+    note_max(&max_wait, (long)(acquired - t0));
+    if ((rc = zkl_mutex_token(mutexes[a], &tlo)) != ZKL_OK) failed("token", rc);
+    fenced_update(fd, a, tlo, acquired, rs);
+    released(fd, zkl_mutex_unlock(mutexes[a]), a, tlo, "unlock");
+  }
+  atomic_fetch_add(&cycles, 1);
+}
+
+static void one_cycle(int fd, int slot, unsigned *rs) {
   int k = (int)(rand_r(rs) % (unsigned)nlocks);
   int64_t t0 = zkl_now_ms(), acquired;
   uint64_t token = 0;
@@ -350,6 +436,10 @@ static void one_cycle(int fd, unsigned *rs) {
     async_cycle(fd, k, rs);
     return;
   }
+  if (multi_mode) {
+    multi_cycle(fd, slot, rs);
+    return;
+  }
   if (!acquired_ok(zkl_mutex_timedlock(mutexes[k], t0 + wait_ms), "lock")) return;
   acquired = zkl_now_ms();
   note_max(&max_wait, (long)(acquired - t0));
@@ -363,7 +453,7 @@ static void one_cycle(int fd, unsigned *rs) {
 static void *worker(void *arg) {
   unsigned rs = seed * 7919u + (unsigned)(uintptr_t)arg * 104729u + (unsigned)id;
   int fd = store_connect();
-  while (!atomic_load(&stopping)) one_cycle(fd, &rs);
+  while (!atomic_load(&stopping)) one_cycle(fd, (int)(uintptr_t)arg, &rs);
   close(fd);
   atomic_fetch_sub(&running, 1);
   return NULL;
@@ -372,7 +462,7 @@ static void *worker(void *arg) {
 static void usage(void) {
   fprintf(stderr, "usage: chaos_client -s HOSTS -r ROOT -l LOCKS -t THREADS -p STORE_PORT "
                   "[-T SESSION_MS] [-i ID] [-x SEED] [-u THINK_US] [-W WAIT_MS] [-U] "
-                  "[-a SCHEME:CREDENTIAL [-C]] [-m mutex|rw|sem] [-n LEASES]\n");
+                  "[-a SCHEME:CREDENTIAL [-C]] [-m mutex|async|rw|sem|multi] [-n LEASES]\n");
   exit(64);
 }
 
@@ -402,7 +492,8 @@ static void parse(int argc, char **argv) {
       nthreads > MAX_THREADS || think_us < 0 || wait_ms <= 0 || (acl_creator && !auth) ||
       (auth && !strchr(auth, ':')) || leases < 1 ||
       (strcmp(mode, "mutex") && strcmp(mode, "async") && strcmp(mode, "rw") &&
-       strcmp(mode, "sem")))
+       strcmp(mode, "sem") && strcmp(mode, "multi")) ||
+      (!strcmp(mode, "multi") && nlocks < 2))
     usage();
 }
 
@@ -418,6 +509,10 @@ static void wait_for_stop(sigset_t *set) {
       if (rwlocks[k]) zkl_rwlock_cancel(rwlocks[k]);
       if (sems[k]) zkl_semaphore_cancel(sems[k]);
     }
+    pthread_mutex_lock(&multi_mu);
+    for (k = 0; k < nthreads; k++)
+      if (multis[k]) zkl_multilock_cancel(multis[k]);
+    pthread_mutex_unlock(&multi_mu);
     struct timespec ts = {0, 50 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
@@ -435,6 +530,7 @@ int main(int argc, char **argv) {
 
   parse(argc, argv);
   async_mode = !strcmp(mode, "async");
+  multi_mode = !strcmp(mode, "multi");
   mo.root = ro.root = so.root = root;
   mo.state_fn = on_state;
   ro.state_fn = on_rw_state;
