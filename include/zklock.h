@@ -329,11 +329,15 @@ enum {
    * lasts 100 ms gets a watch on its node (one read request), so that a
    * delete, or a delete and re-create under the same name, by someone else
    * is reported as LOST at once; a waiter that took the lock by hand-off
-   * has that watch from its wait. A rewrite of the node's data is not a
-   * loss (the node is still ours): the watch is set again, so a later
-   * delete is still reported. With this flag a hold learns of a delete or
-   * re-create only at reconnection, zkl_mutex_verify() or unlock (which
-   * then returns ZKL_ELOST). */
+   * has that watch from its wait. Our node's data is ours too: a
+   * rewrite by someone else is a loss (a mark we did not write, such as a
+   * read-write lock's "mode=read", would let others in beside us), and
+   * the node, ours still, is deleted at once. Only a revoker's request
+   * (zkl_revoke(), or Curator's) may be added to it: the hold goes on, as
+   * REVOKE_REQUESTED. A waiting node rewritten ends its wait with
+   * ZKL_EREVOKED. With this flag a hold learns of a delete, re-create or
+   * rewrite only at reconnection, zkl_mutex_verify(), a guarded write or
+   * unlock (which then returns ZKL_ELOST). */
   ZKL_MUTEX_NO_NODE_WATCH = 1 << 0,
   /* Name our node as kazoo's Lock does (<guid>__lock__<seq>), so that
    * Python services using kazoo's Lock, ReadLock or WriteLock on the same
@@ -686,7 +690,11 @@ ZKL_EXTERN int zkl_rwlock_wrunlock(zkl_rwlock_t *rw);
  * zkl_rwlock_wrunlock(). If the write cannot reach the ensemble, the node
  * stays exclusive until released: we hold read all the same, and readers
  * wait longer. Curator's readers wait for our node until it is released
- * whatever its data (they know nothing of the mark).
+ * whatever its data (they know nothing of the mark). Readers trust the
+ * mark: another client that writes it into a writer's node (the open ACL
+ * allows it; ZKL_ACL_CREATOR does not) lets them in, and that writer's
+ * hold then ends as LOST at once (zkl_mutex_options_t's
+ * ZKL_MUTEX_NO_NODE_WATCH says when it learns of it), its node deleted.
  * Returns ZKL_OK; ZKL_ENOTOWNER (no write hold); ZKL_EBUSY (write held
  * more than once: release the inner levels first); ZKL_ELOST (the hold was
  * lost, and is cleared); ZKL_ENOMEM.
@@ -1041,18 +1049,37 @@ ZKL_EXTERN int zkl_election_candidates(zkl_client_t *client, const char *root,
 
 /*
  * Several locks held as one, with no deadlock whatever order callers name
- * them in, and whoever else uses the same names one at a time (zklock,
- * Curator, kazoo). One ZooKeeper transaction makes a node in every
- * member's queue, all with the same creation zxid, and the listings follow
- * it in the same round trip; each node then waits in its queue as a
- * single lock's would, and the set is held when all of them hold. A
- * waiter only ever waits for older nodes, and the nodes of one acquisition
- * are all exactly as old, so every wait points at an older acquisition
- * and no cycle can form (Curator's InterProcessMultiLock, which takes its
- * locks one by one, deadlocks with two callers naming them in opposite
- * orders). A node lost with its session makes the whole set start over
- * with a new transaction, never that member alone: a younger node there
- * could close a cycle.
+ * them in, and whoever else uses the same names, one at a time or nested
+ * (zklock, Curator's locks and its InterProcessMultiLock, kazoo). One
+ * ZooKeeper transaction makes a node in every member's queue, all with
+ * the same creation zxid, and the listings follow it in the same round
+ * trip; each node then waits in its queue as a single lock's would, and
+ * the set is held when all of them hold. Among multi-locks a waiter only
+ * ever waits for older nodes, and the nodes of one acquisition are all
+ * exactly as old, so every wait points at an older acquisition and no
+ * cycle can form (Curator's InterProcessMultiLock, which takes its locks
+ * one by one, deadlocks with two callers naming them in opposite orders).
+ * A node lost with its session makes the whole set start over with a new
+ * transaction, never that member alone: a younger node there could close
+ * a cycle.
+ *
+ * Others may hold one lock while they wait for another: a nested locker
+ * that takes A, then B, or Curator's multi-lock. A set that holds B while
+ * it waits for A would close a cycle with one of them, so a set that
+ * holds some members while it waits for others gives way: 100-200 ms
+ * after it came to hold part of the set, and every 200-400 ms after that,
+ * it lists the queues of the members it holds, and if anyone other than
+ * a multi-lock waits behind one of them (an ephemeral node: a planted one
+ * never waits), it deletes all its nodes, pauses (20 ms, doubling with
+ * each time it gave way in this acquire up to 1 s, plus as much again at
+ * random) and enqueues anew. The cost: while it holds part of the set, a
+ * listing per held member and a read of at most 4 nodes every 200-400
+ * ms; a set that gives way goes to the back of every queue, so under a
+ * steady stream of single lockers on its locks it may wait longer than
+ * they do (never for ever behind nested lockers: they hold for a while
+ * and then go). Multi-locks never give way to each other (their nodes
+ * are told apart by a tag in their names), so among themselves they keep
+ * the two-round-trip acquire and their order.
  *
  * A member is held as a mutex (ZKL_MODE_EXCLUSIVE: excludes every other
  * node of the name) or as a read-write lock's reader (ZKL_MODE_SHARED:
@@ -1106,7 +1133,10 @@ ZKL_EXTERN int zkl_multilock_create(zkl_multilock_t **out,
  * Acquire every member: blocking, trying (ZKL_EBUSY when any member would
  * have to wait), or until deadline_ms (ZKL_ETIMEDOUT; one deadline for the
  * whole set). Uncontended: two round trips (the transaction with the
- * listings, then a read of the shared creation zxid). On any error no node
+ * listings, then a read of the shared creation zxid). ZKL_OK only if
+ * every member holds at that instant: when any member had to wait, every
+ * node is read once more after the last grant (one round trip), and a
+ * node someone deleted meanwhile makes the set start over. On any error no node
  * of ours is left in any queue (deleted at once, or once reconnected,
  * found by the acquisition's guid). Other codes as zkl_mutex_lock(), and
  * ZKL_EBUSY when this object holds or acquires already; ZKL_EDEADLK (the
@@ -1118,10 +1148,12 @@ ZKL_EXTERN int zkl_multilock_trylock(zkl_multilock_t *ml);
 ZKL_EXTERN int zkl_multilock_timedlock(zkl_multilock_t *ml,
                                        int64_t deadline_ms);
 
-/* Release the set (from any thread): every node is deleted, and the
- * verdict is zkl_mutex_unlock()'s for all of them: ZKL_OK only if every
- * member was ours to the end, else ZKL_ELOST (ZKL_EREVOKED for a member
- * forced out after a revocation request). ZKL_ENOTOWNER: not held. */
+/* Release the set (from any thread): every node of it that still exists
+ * is deleted, whatever became of the others (one deleted by someone, a
+ * refused guarded write), and the verdict is zkl_mutex_unlock()'s for
+ * all of them: ZKL_OK only if every member was ours to the end, else
+ * ZKL_ELOST (ZKL_EREVOKED for a member forced out after a revocation
+ * request). ZKL_ENOTOWNER: not held. */
 ZKL_EXTERN int zkl_multilock_unlock(zkl_multilock_t *ml);
 
 /* Wake a thread acquiring on this object: ZKL_ECANCELED, no node left. */
@@ -1198,13 +1230,17 @@ ZKL_EXTERN int zkl_revoke(zkl_client_t *client, const char *root,
  * Writes to ZooKeeper that commit only while a hold is still ours: for
  * state kept in ZooKeeper itself, "write only while I hold the lock".
  * Each call is one transaction (ZooKeeper's multi), sent on the hold's
- * session: a check that the hold's node still exists, then the caller's
- * ops in order, then (with ZKL_GUARD_RELEASE) the delete of the hold's
- * node. The leader applies all of it or none, at one zxid: a hold lost
- * meanwhile (session expired, node deleted by someone, a revocation
- * forced) fails the check, and nothing the caller wrote lands, however
- * long the holder was paused before sending; there is no clock in it.
- * Node names are never reused, so the node's existence is the hold's.
+ * session: a check that the hold's node still exists, at the data version
+ * we last found its data as we wrote it, then the caller's ops in order,
+ * then (with ZKL_GUARD_RELEASE) the delete of the hold's node. The leader
+ * applies all of it or none, at one zxid: a hold lost meanwhile (session
+ * expired, node deleted by someone, its data rewritten by someone, a
+ * revocation forced) fails the check, and nothing the caller wrote lands,
+ * however long the holder was paused before sending; there is no clock in
+ * it. Node names are never reused, so the node's existence is the hold's.
+ * When the version moved, the node is read: a revoker's request sends the
+ * transaction again (at most 3 times, one round trip more each), anything
+ * else ends the hold (ZKL_ELOST).
  *
  * This fences the holder's own late writes; it is no access control: a
  * client allowed to write the same paths writes them whatever our locks
