@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# model.sh: check the spin model of the queue protocol (model/zklock.pml).
+# model.sh: check the spin models of the queue protocol (model/zklock.pml),
+# the multi-lock's giving way (model/multilock.pml) and the read-write
+# lock's downgrade mark (model/rwmark.pml).
 #
 #   bash scripts/model.sh           the bounded checks (make check runs these)
 #   bash scripts/model.sh --deep    those and larger bounds, for humans
@@ -16,7 +18,6 @@
 # status is 0 only when nothing failed. See model/README.md.
 set -eu
 top=$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)
-model=$top/model/zklock.pml
 deep=0 jobs='' keep='' only='' list=0
 while [ $# -gt 0 ]; do
   case $1 in
@@ -37,12 +38,16 @@ cc=${MODEL_CC:-cc}
 # What a counterexample must show: a kind, and what pan prints for it.
 kind_re() {
   case $1 in
-  excl) echo 'assertion violated.*(incs\[j\]|peer_holds)' ;; # two holders
+  excl) echo 'assertion violated.*(incs\[j\]|peer_holds|holders\[)' ;; # two holders
   unlock) echo 'assertion violated.*judged' ;;       # unlock said OK for a node not ours
-  orphan) echo 'assertion violated.*salive\[nown' ;; # a node of a live contender left
+  orphan) echo 'assertion violated.*(salive\[nown|!\(left\))' ;; # a node left behind
   stuck) echo 'assertion violated \(+fin==' ;;        # nothing can move, someone not done
   foreign) echo 'assertion violated \(\(nown\[t\]==' ;; # a delete of a node not ours
   cycle) echo 'acceptance cycle' ;;                  # an acquisition that never ends
+  nonprogress) echo 'non-progress cycle' ;;          # nobody ever holds again (livelock)
+  partial) echo 'assertion violated allmine' ;;      # a multi-lock held with a member's node gone
+  commit) echo 'assertion violated \(wshared' ;;     # an exclusive write committed beside a reader
+  told) echo 'assertion violated.*ovl' ;;            # a hold beside a reader ended OK
   *) echo "model.sh: unknown kind $1" >&2; echo '^$never' ;;
   esac
 }
@@ -57,10 +62,16 @@ shows() {
 
 SAFE="-m20000 -w23"
 LIVE="-m20000 -w23 -a -f"
+# non-progress cycles (cc -DNP), no fairness: every process is bounded but
+# for a multi-lock's giving way and enqueueing again
+NPROG="-m20000 -w20 -l"
+ML=multilock.pml
+RW=rwmark.pml
 # a copy of a name matters only while a create's reply is lost: RDURING
 COPY="-DROGUE=1 -DRCOPY=1 -DRPLANT=0 -DRDELETE=0 -DRREPLACE=0 -DRDURING"
 
 # name | expect (none, or the kinds of counterexample) | -D bounds | pan | cc
+# | model file in model/ (zklock.pml if empty)
 checks="
 safety-unlock-replace|none|-DCONN=1 -DGIVEUP=0 -DROGUE=1 -DRPLANT=0 -DRDELETE=0|$SAFE|-DSAFETY
 safety-faults|none|-DCONN=1 -DGIVEUP=1|$SAFE|-DSAFETY
@@ -85,6 +96,15 @@ mutant-f1-unlock|unlock|-DBUG_F1 -DCONN=1 -DGIVEUP=0 -DROGUE=1 -DRPLANT=0 -DRDEL
 mutant-f3-nomem|stuck|-DBUG_F3 -DNOMEM=1 -DCONN=0 -DGIVEUP=0|$SAFE|-DSAFETY
 mutant-f4-copy|stuck|-DBUG_F4 -DCONN=1 -DGIVEUP=0 $COPY|$SAFE|-DSAFETY
 mutant-f4-deferred|foreign|-DBUG_F4_PDEL -DCONN=1 -DGIVEUP=1 $COPY|$SAFE|-DSAFETY
+ml-nested|none|-DMULTIS=1 -DNESTED=2 -DMCYCLES=2 -DNCYCLES=2 -DGIVEUP=1 -DROGUE=1|$SAFE|-DSAFETY|$ML
+ml-two-sets|none|-DMULTIS=2 -DNESTED=2 -DMCYCLES=2 -DNCYCLES=2 -DGIVEUP=1|$SAFE|-DSAFETY|$ML
+ml-progress|none|-DMULTIS=2 -DNESTED=2 -DMCYCLES=2 -DNCYCLES=2 -DGIVEUP=1|$NPROG|-DNP|$ML
+mutant-ml-no-yield|stuck|-DBUG_NO_YIELD -DMULTIS=1 -DNESTED=1|$SAFE|-DSAFETY|$ML
+mutant-ml-no-still-held|partial+excl|-DBUG_NO_STILL_HELD -DMULTIS=1 -DNESTED=1 -DROGUE=1|$SAFE|-DSAFETY|$ML
+mutant-ml-yield-any|nonprogress|-DBUG_YIELD_ANY -DMULTIS=2 -DNESTED=1|$NPROG|-DNP|$ML
+rw-mark|none|-DDOWNGRADE -DGW=3 -DROGUE=1|$SAFE|-DSAFETY|$RW
+mutant-rw-ignore-change|commit|-DBUG_IGNORE_CHANGE -DGW=2 -DROGUE=1|$SAFE|-DSAFETY|$RW
+mutant-rw-check-any|commit|-DBUG_CHECK_ANY -DGW=2 -DROGUE=1|$SAFE|-DSAFETY|$RW
 "
 # Larger bounds: each check a few minutes and a few GB at most. deep-expiry
 # stores states hash-compacted (-DHC4: a state is missed only on a 64-bit
@@ -106,11 +126,13 @@ deep-liveness|none|-DLIVE -DCONN=1 -DGIVEUP=1 -DROGUE=1 -DRDELETE=0 -DRREPLACE=0
 deep-liveness-expiry|none|-DLIVE -DCONN=1 -DEXPIRE=1 -DGIVEUP=0|$DLIVE|-DNFAIR=3 -DMEMLIM=6000
 redundant-owner-recover|none|-DBUG_NO_OWNER_RECOVER -DROGUE=1 -DCONN=1 -DGIVEUP=1|$DSAFE|$DC
 redundant-epoch-deep|none|-DBUG_NO_EPOCH -DROGUE=1 -DCONN=1 -DEXPIRE=1 -DGIVEUP=0|$DSAFE|$DC
+deep-ml-three-sets|none|-DMULTIS=3 -DNESTED=1 -DMCYCLES=2 -DNCYCLES=2 -DGIVEUP=1 -DROGUE=1|$DSAFE|$DC|$ML
+deep-ml-progress|none|-DMULTIS=2 -DNESTED=2 -DMCYCLES=2 -DNCYCLES=3 -DGIVEUP=1 -DROGUE=1|$DSAFE -l|-DNP -DMEMLIM=6000|$ML
 "
 [ "$deep" = 0 ] || checks="$checks$deep_checks"
 
 if [ "$list" = 1 ]; then
-  printf '%s\n' "$checks" | awk -F'|' 'NF { printf "%-24s expect %-8s %s\n", $1, $2, $3 }'
+  printf '%s\n' "$checks" | awk -F'|' 'NF { printf "%-24s expect %-8s %s%s\n", $1, $2, $3, ($6 == "" ? "" : " (" $6 ")") }'
   exit 0
 fi
 for tool in spin "$cc"; do
@@ -125,29 +147,29 @@ else
   trap 'rm -rf "$work"' EXIT
 fi
 
-# run_check N NAME EXPECT DEFINES PANOPTS CCOPTS: writes $work/NAME/result,
-# one line beginning with PASS or FAIL.
+# run_check N NAME EXPECT DEFINES PANOPTS CCOPTS FILE: writes
+# $work/NAME/result, one line beginning with PASS or FAIL.
 run_check() {
-  local name=$2 expect=$3 defs=$4 popts=$5 ccopts=$6 d t t0 t1 out kind states rc tool where store
+  local name=$2 expect=$3 defs=$4 popts=$5 ccopts=$6 pml=${7:-zklock.pml} d t t0 t1 out kind states rc tool where store
   d=$work/$name
   rm -rf "$d"
   mkdir -p "$d"
-  cp "$model" "$d/zklock.pml"
+  cp "$top/model/$pml" "$d/$pml"
   t0=$(date +%s.%N)
   rc=0
   (
     cd "$d"
     # shellcheck disable=SC2086 # the bounds are words
-    spin $defs -a zklock.pml >spin.out 2>&1 || exit 3
+    spin $defs -a "$pml" >spin.out 2>&1 || exit 3
     # shellcheck disable=SC2086
     case $ccopts in *-DHC*) store='' ;; *) store=-DCOLLAPSE ;; esac
     # shellcheck disable=SC2086
     "$cc" -O0 -w $ccopts $store -DVECTORSZ=2048 -o pan pan.c >cc.out 2>&1 || exit 4
     # shellcheck disable=SC2086
     ./pan -n $popts >pan.out 2>&1 || true
-    if [ -f zklock.pml.trail ]; then
+    if [ -f "$pml.trail" ]; then
       # shellcheck disable=SC2086
-      spin $defs -t zklock.pml 2>&1 | sed -n 's/^ *MSC: //p' >trail.txt || true
+      spin $defs -t "$pml" 2>&1 | sed -n 's/^ *MSC: //p' >trail.txt || true
     fi
   ) || rc=$?
   if [ "$rc" != 0 ]; then
@@ -171,7 +193,7 @@ run_check() {
       echo "FAIL $name: no counterexample, but this variant must fail (${states:-?} states, ${t}s)" >"$d/result"
     fi
   else
-    kind=$(grep -m1 -E 'assertion violated|acceptance cycle|invalid end state' "$out" | sed 's/^pan:[0-9]*: *//' | cut -c1-90)
+    kind=$(grep -m1 -E 'assertion violated|acceptance cycle|non-progress cycle|invalid end state' "$out" | sed 's/^pan:[0-9]*: *//' | cut -c1-90)
     if [ "$expect" = none ]; then
       echo "FAIL $name: counterexample: $kind ($where)" >"$d/result"
     elif shows "$expect" "$out"; then
@@ -200,7 +222,7 @@ flush() {
   done
 }
 start=$(date +%s)
-while IFS='|' read -r name expect defs popts ccopts; do
+while IFS='|' read -r name expect defs popts ccopts pml; do
   [ -n "$name" ] || continue
   if [ -n "$only" ] && ! printf '%s\n' "$name" | grep -qE "$only"; then continue; fi
   names+=("$name")
@@ -209,7 +231,7 @@ while IFS='|' read -r name expect defs popts ccopts; do
     running=$((running - 1))
     flush
   fi
-  run_check "$i" "$name" "$expect" "$defs" "$popts" "$ccopts" &
+  run_check "$i" "$name" "$expect" "$defs" "$popts" "$ccopts" "$pml" &
   running=$((running + 1))
   i=$((i + 1))
 done <<EOF

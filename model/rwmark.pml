@@ -1,0 +1,267 @@
+/* rwmark.pml: a read-write writer's node whose data someone else rewrites
+ * (lib/acq.c on_verified with zkl__acq_data_intact, lib/guard.c's check
+ * of the node at a->dversion, lib/queue.c zkl__queue_downgrade,
+ * zkl__queue_verify and remove_node), checked with spin.
+ * model/README.md ("The downgrade mark") says what is modelled and what
+ * is left out; scripts/model.sh runs the checks.
+ *
+ * One writer W holds (its node is first); one reader R waits behind it,
+ * W's node being its one conflict (the plan's downgrade_ok): R enters
+ * when it reads W's node marked "mode=read" or finds it gone. W's
+ * downgrade writes that mark itself. A co-tenant (rogue, same ACL) may
+ * write the mark into W's node (setData at version -1): R enters beside
+ * W, which cannot be prevented, since readers trust the mark. What must
+ * hold is that W, while it believes it holds the lock exclusively, never
+ * commits a guarded write after that (its check at the data version it
+ * last found intact fails), and that it is told: the hold ends LOST.
+ *
+ * Bounds (spin -DNAME=VALUE):
+ *   GW         guarded writes W tries                                 [2]
+ *   DOWNGRADE  W may downgrade (once)
+ *   ROGUE      rewrites of W's node by someone else                   [1]
+ * Guards removed (model/README.md, "Mutants"):
+ *   BUG_IGNORE_CHANGE  on_verified takes rewritten data for ours (and
+ *                      its version for the one to check)
+ *   BUG_CHECK_ANY      the guarded write checks W's node at version -1
+ */
+
+#ifndef GW
+#define GW 2
+#endif
+#ifndef ROGUE
+#define ROGUE 1
+#endif
+
+/* W's node's data, as a reply carries it: no node, or its data */
+#define NONODE 0
+#define PLAIN 1 /* zklock's header, as W wrote it */
+#define MARK 2  /* with the line "mode=read" */
+
+mtype = { EV_CHG, EV_DEL, R_GET };
+chan win = [3] of { mtype, byte, byte }; /* W's session, in order: events and replies */
+
+/* ZooKeeper: W's node */
+bool nexists = 1;
+byte ndata = PLAIN;
+byte nver = 0;      /* its data version */
+bool wwatch;        /* W's data watch on it, set at the server */
+bool rwatch;        /* R's */
+bool rheard;        /* R's watch fired */
+
+/* W (its client's view, under c->mu) */
+#define HELD 1
+#define LOST 2
+byte wst = HELD;
+bool wmarkread;     /* a->marks & ZKL__MARK_READ: W may have written the mark */
+byte wdv = 0;       /* a->dversion: the version W last found intact */
+bool wshared;       /* W downgraded: it holds shared */
+#define OWN_NONE 0
+#define OWN_PENDING 1
+#define OWN_OK 2
+byte own = OWN_NONE;
+
+/* R */
+bool rin;           /* R is in its critical section */
+bool ovl;           /* R went in while W held exclusive and had not been told */
+byte fin;
+byte rogue_left = ROGUE;
+
+/* zkl__acq_data_intact(): the data is W's own (the mark only if W
+ * may have written it); on_verified's use of it may be removed */
+#define INTACT(d) ((d) == PLAIN || wmarkread)
+#ifdef BUG_IGNORE_CHANGE
+#define INTACT_EV(d) 1
+#else
+#define INTACT_EV(d) INTACT(d)
+#endif
+
+/* setData applied: the watches fire */
+inline changed() {
+  nver++;
+  if :: wwatch -> wwatch = 0; win!EV_CHG, 0, 0 :: else fi;
+  if :: rwatch -> rwatch = 0; rheard = 1 :: else fi
+}
+
+inline deleted() {
+  nexists = 0;
+  if :: wwatch -> wwatch = 0; win!EV_DEL, 0, 0 :: else fi;
+  if :: rwatch -> rwatch = 0; rheard = 1 :: else fi
+}
+
+/* zkl__lose() on a hold whose node is ours but rewritten: LOST, and the
+ * node deleted at once (zkl__defer_delete_now) */
+inline lose_rewritten() {
+  wst = LOST;
+  if :: nexists -> deleted() :: else fi;
+  printf("MSC: W is told LOST: its data rewritten\n")
+}
+
+/* zkl__watch_own(): getData with a watch; the reply joins the FIFO */
+inline watch_own() {
+  own = OWN_PENDING;
+  if
+  :: nexists -> wwatch = 1; win!R_GET, ndata, nver
+  :: else -> win!R_GET, NONODE, 0
+  fi
+}
+
+/* The client's threads: the watch due some time after the hold began,
+ * and the watcher and completions (acq.c). */
+proctype wclient() {
+  mtype m;
+  byte d, v;
+end:
+  do
+  /* zkl__acqs_watch_due() */
+  :: atomic { wst == HELD && own == OWN_NONE && !wshared -> watch_own() }
+  :: atomic { win?m, d, v ->
+       if
+       :: m == EV_DEL -> /* own_event() */
+          own = OWN_NONE;
+          if :: wst == HELD -> wst = LOST; printf("MSC: W is told LOST: deleted\n") :: else fi
+       :: m == EV_CHG -> /* own_event(): read again */
+          printf("MSC: W hears its node's data changed\n");
+          own = OWN_NONE;
+          if :: wst == HELD -> watch_own() :: else fi
+       :: m == R_GET -> /* on_verified() */
+          printf("MSC: W reads its node: data %d, version %d\n", d, v);
+          if
+          :: d != NONODE && INTACT_EV(d) -> /* mine */
+             wdv = v;
+             if :: own == OWN_PENDING -> own = OWN_OK :: else fi
+          :: else ->
+             if :: own == OWN_PENDING -> own = OWN_NONE :: else fi;
+             if
+             :: wst == HELD && d != NONODE -> lose_rewritten()
+             :: wst == HELD && d == NONODE -> wst = LOST; printf("MSC: W is told LOST: deleted\n")
+             :: else
+             fi
+          fi
+       fi;
+       d = 0; v = 0 }
+  od
+}
+
+/* W's user thread: guarded writes, perhaps a downgrade, the unlock. */
+proctype writer() {
+  byte gw;
+  bool ok, dg;
+  do
+  :: gw < GW ->
+     /* zkl__guarded(): multi(check(node, dversion), the caller's op) */
+again: atomic {
+       if
+       :: wst == LOST -> ok = 0 /* nothing sent: ZKL_ELOST */
+#ifdef BUG_CHECK_ANY
+       :: wst != LOST && nexists -> ok = 1
+#else
+       :: wst != LOST && nexists && nver == wdv -> ok = 1
+#endif
+       :: else -> ok = 0
+       fi;
+       if
+       :: ok ->
+          printf("MSC: W commits a guarded write (%d)\n", wshared);
+          assert(wshared || !rin) /* exclusive: no reader beside it */
+       :: else
+       fi
+     }
+     if
+     :: !ok && wst != LOST && nexists ->
+        /* ZBADVERSION: zkl__queue_verify() reads the node; its data
+         * intact (a revoker's request), again at that version; else the
+         * hold is LOST and its node deleted */
+        atomic {
+          if
+          :: nexists && INTACT(ndata) -> wdv = nver; ok = 1
+          :: nexists -> lose_rewritten()
+          :: else -> wst = LOST
+          fi
+        }
+        if :: ok -> ok = 0; goto again :: else fi
+     :: !ok && wst != LOST && !nexists -> wst = LOST /* the check found no node */
+     :: else
+     fi;
+     ok = 0;
+     gw++
+#ifdef DOWNGRADE
+  :: !dg && wst == HELD ->
+     /* zkl__queue_downgrade(): the mark ours before the write; setData
+      * at dversion, and on ZBADVERSION again at the version read if the
+      * data is intact (with the mark now ours, a forged mark is) */
+     dg = 1;
+     wmarkread = 1;
+     atomic {
+       if
+       :: nexists -> ndata = MARK; changed(); wdv = nver; wshared = 1;
+          printf("MSC: W downgrades\n")
+       :: else -> wst = LOST
+       fi
+     }
+#endif
+  :: break
+  od;
+  /* zkl_rwlock_unlock() -> remove_node(): read, delete, judge */
+  atomic {
+    if
+    :: wst == LOST -> ok = 0; if :: nexists -> deleted() :: else fi
+    :: else ->
+       ok = nexists && INTACT(ndata);
+       if :: nexists -> deleted() :: else fi
+    fi;
+    printf("MSC: W unlocks: %d\n", ok);
+    /* told: a hold beside which a reader went in while it was exclusive
+     * ends LOST, unless it downgraded since (the mark is then its own) */
+    assert(!ok || !ovl || wshared);
+    wst = LOST;
+    fin++
+  }
+}
+
+/* R: waits behind W's node, reads it (getData with a watch), and goes
+ * in when it is marked "mode=read" or gone (step_read_done). */
+proctype reader() {
+  do
+  :: atomic {
+       rheard = 0;
+       if
+       :: !nexists || ndata == MARK ->
+          rin = 1;
+          ovl = wst == HELD && !wshared;
+          printf("MSC: R goes in (W's node %d, data %d)\n", nexists, ndata);
+          break
+       :: else -> rwatch = 1
+       fi
+     }
+     rheard /* the watch fired: read again */
+  od;
+  atomic { rin = 0; fin++ }
+}
+
+#if ROGUE > 0
+/* a co-tenant writes the mark into W's node: setData(version -1) */
+proctype rogue() {
+end:
+  do
+  :: atomic { rogue_left > 0 && nexists -> rogue_left--; ndata = MARK; changed();
+              printf("MSC: rogue writes mode=read into W's node\n") }
+  od
+}
+#endif
+
+init {
+  atomic {
+    run wclient();
+    run writer();
+    run reader();
+#if ROGUE > 0
+    run rogue();
+#endif
+  }
+}
+
+/* Nothing can move: W and R are done, W's node is gone. */
+active proctype quiet() {
+  timeout ->
+  assert(fin == 2 && !nexists)
+}
