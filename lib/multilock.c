@@ -73,6 +73,7 @@ struct zkl_multilock {
   uint64_t gen[ZKL_MULTILOCK_MAX]; /* the members' cancel_gen at start */
   int64_t token;
   unsigned yields; /* times the acquire under way gave way */
+  int dropping;    /* deletes drop_siblings sent, not answered yet */
   /* the set's state as the callback last heard it, and for which hold */
   _Atomic uint64_t epoch;
   uint64_t told_epoch;
@@ -90,8 +91,67 @@ static int rank(int st) {
   return 0;
 }
 
-/* A member's state change, on the callback thread: the set's state, when
- * it holds and that state changed, goes to the callback. */
+/* The delete of a member's node the set gave up (drop_siblings). */
+struct drop {
+  zkl__call_t call;
+  zkl_multilock_t *ml;
+  zkl__session_t *s;
+  char path[];
+};
+
+static void on_dropped(zkl__call_t *call) {
+  struct drop *d = call->ctx;
+  zkl_client_t *c = call->c;
+  if (zkl__is_conn_error(call->rc))
+    zkl__defer_delete(c, d->s, d->path); /* once connected again */
+  d->ml->dropping--;
+  zkl__session_put(c, d->s);
+  zkl__call_free(call);
+  free(d);
+  pthread_cond_broadcast(&c->cv); /* an unlock may wait for us */
+}
+
+/* A member lost while the set holds (its node deleted or rewritten by
+ * someone, or forced out): the set holds no more, and its other nodes
+ * would only keep everyone out of those locks until the unlock. They go
+ * now, as ours (their holds stood until this), and their holds are LOST
+ * too; the unlock waits for these deletes and gives the verdict. Not
+ * while an unlock is under way: it deletes them itself (it clears `held`
+ * first). Under c->mu. */
+static void drop_siblings(zkl_multilock_t *ml, const struct member *lost) {
+  zkl_client_t *c = ml->c;
+  size_t i;
+  for (i = 0; ml->held && i < ml->n; i++) {
+    zkl__acq_t *a = ml->m[i].a;
+    int st = a ? atomic_load(&a->state) : ZKL_STATE_NONE;
+    size_t len;
+    struct drop *d;
+    if (&ml->m[i] == lost || !a || !a->sess || !a->path ||
+        (st != ZKL_STATE_HELD && st != ZKL_STATE_AT_RISK &&
+         st != ZKL_STATE_REVOKE_REQUESTED))
+      continue;
+    len = strlen(a->path) + 1;
+    if ((d = malloc(sizeof *d + len))) {
+      memcpy(d->path, a->path, len);
+      d->ml = ml;
+      d->s = a->sess;
+      d->s->refs++;
+      ml->dropping++;
+      zkl__call_init_fn(&d->call, c, on_dropped, d);
+      if (zkl__delete(&d->call, d->s, d->path) != ZOK) {
+        d->call.rc = ZCONNECTIONLOSS;
+        on_dropped(&d->call);
+      }
+    } else {
+      zkl__defer_delete(c, a->sess, a->path);
+    }
+    zkl__lose(c, a, "another member of its multi-lock was lost");
+  }
+}
+
+/* A member's state change, on the callback thread: a loss ends the set
+ * (drop_siblings); the set's state, when it holds and that state
+ * changed, goes to the callback. */
 static void member_notify(zkl__queue_t *q, int state, uint64_t token) {
   struct member *me = (struct member *)q;
   zkl_multilock_t *ml = me->ml;
@@ -100,7 +160,12 @@ static void member_notify(zkl__queue_t *q, int state, uint64_t token) {
   size_t i;
   (void)token;
   me->last = state;
-  if (!epoch)
+  if (state == ZKL_STATE_LOST) {
+    pthread_mutex_lock(&ml->c->mu);
+    drop_siblings(ml, me);
+    pthread_mutex_unlock(&ml->c->mu);
+  }
+  if (!epoch || !ml->fn)
     return;
   for (i = 0; i < ml->n; i++)
     if (rank(ml->m[i].last) > rank(worst))
@@ -190,7 +255,7 @@ int zkl_multilock_create(zkl_multilock_t **out, zkl_client_t *c,
     spec.marker_shared = me->shared ? (kazoo ? "__rlock__" : "__READ__") : NULL;
     spec.flags = (flags & ZKL_MUTEX_NO_NODE_WATCH ? ZKL__Q_NO_NODE_WATCH : 0) |
                  (kazoo ? ZKL__Q_KEEP_DIR : 0);
-    spec.notify = ml->fn ? member_notify : NULL;
+    spec.notify = member_notify; /* a loss ends the set: drop_siblings */
     if ((rc = zkl__queue_open(&me->q, c, &spec, me)) == ZKL_OK)
       opened++;
   }
@@ -768,12 +833,15 @@ static int holds_put(zkl_multilock_t *ml, int rc) {
   return rc;
 }
 
-/* Releases every member; the worst verdict. */
+/* Releases every member; the worst verdict. Returns once every node is
+ * gone, or left to the deferred deletes while disconnected. */
 static int release(zkl_multilock_t *ml, zkl__acq_t **holds) {
   size_t i;
   int rc = ZKL_OK;
   pthread_mutex_lock(&ml->c->mu);
   ml->held = 0;
+  while (ml->dropping > 0)
+    pthread_cond_wait(&ml->c->cv, &ml->c->mu);
   pthread_mutex_unlock(&ml->c->mu);
   for (i = 0; i < ml->n; i++) {
     int r = zkl__queue_release(&ml->m[i].q, holds[i], 1);

@@ -410,9 +410,10 @@ static zkl_multilock_t *multi3(zkl_client_t *c, const char *a, const char *b,
 }
 
 /* A member's node deleted by someone while the set holds, once the set
- * has heard of it (LOST): the guarded write is refused, and the unlock
- * still deletes the other members' nodes. Before: the refused write took
- * every member for lost, and the unlock left them on the live session. */
+ * has heard of it (LOST): the other members' nodes go at once, the
+ * guarded write is refused, and the unlock says ELOST. Before: the nodes
+ * stayed, the refused write took every member for lost, and the unlock
+ * left them on the live session. */
 static void test_member_lost_unlock_cleans(void) {
   zkl_client_t *c = client(10000);
   zkl_multilock_t *ml;
@@ -426,6 +427,9 @@ static void test_member_lost_unlock_cleans(void) {
   CHECK_INT(zoo_delete(admin, node, -1), ==, ZOK);
   WAIT_FOR(zkl_multilock_state(ml) == ZKL_STATE_LOST, 5000);
   CHECK_INT(zkl_multilock_state(ml), ==, ZKL_STATE_LOST);
+  /* the set holds no more: its other nodes go before any unlock */
+  WAIT_FOR(queue_count("lb") + queue_count("lc") == 0, 3000);
+  CHECK_INT(queue_count("lb") + queue_count("lc"), ==, 0);
   snprintf(state, sizeof state, "%s/state", root);
   op.type = ZKL_OP_CREATE;
   op.path = state;
