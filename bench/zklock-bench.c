@@ -623,6 +623,123 @@ static void many_keys(zkl_client_t *c) {
   free(all), free(w);
 }
 
+/* multi-nested (zklock only): what a multi-lock's giving way costs. T
+ * threads (own client each) take A, hold it 100 ms, then B, always in that
+ * order (nested lockers); T threads (own client each) take {A, B} as one
+ * multi-lock. K cycles each. Before the multi-lock gave way this
+ * deadlocked at once; now it reports how long the multi-locks wait beside
+ * the nested lockers and how often they gave way (counted from the
+ * library's debug log). */
+static atomic_long gave_way;
+static void count_way(void *ctx, int level, const char *msg) {
+  (void)ctx, (void)level;
+  if (strstr(msg, "gave way"))
+    atomic_fetch_add(&gave_way, 1);
+}
+
+typedef struct {
+  zkl_client_t *c;
+  const char *dir;
+  int multi;
+  long long *samples;
+  long n, overlaps;
+  _Atomic int *in;
+} mn_worker_t;
+
+static void *mn_worker(void *arg) {
+  mn_worker_t *w = arg;
+  zkl_mutex_t *ma = NULL, *mb = NULL;
+  zkl_multilock_t *ml = NULL;
+  int i;
+  if (w->multi) {
+    zkl_multilock_member_t m[2] = {{"b", ZKL_MODE_EXCLUSIVE},
+                                   {"a", ZKL_MODE_EXCLUSIVE}};
+    zkl_multilock_options_t o = {0};
+    o.root = w->dir;
+    check(zkl_multilock_create(&ml, w->c, m, 2, &o), "multilock");
+  } else {
+    ma = new_mutex(w->c, w->dir, "a");
+    mb = new_mutex(w->c, w->dir, "b");
+  }
+  for (i = 0; i < K; i++) {
+    int64_t t0 = now_ns();
+    if (ml) {
+      check(zkl_multilock_lock(ml), "multilock lock");
+    } else {
+      check(zkl_mutex_lock(ma), "lock a");
+      usleep(100 * 1000);
+      check(zkl_mutex_lock(mb), "lock b");
+    }
+    w->samples[w->n++] = now_ns() - t0;
+    {
+      int a = atomic_fetch_add(&w->in[0], 1), b = atomic_fetch_add(&w->in[1], 1);
+      w->overlaps += a || b;
+    }
+    usleep(1000);
+    atomic_fetch_sub(&w->in[0], 1);
+    atomic_fetch_sub(&w->in[1], 1);
+    if (ml) {
+      check(zkl_multilock_unlock(ml), "multilock unlock");
+    } else {
+      check(zkl_mutex_unlock(mb), "unlock b");
+      check(zkl_mutex_unlock(ma), "unlock a");
+    }
+  }
+  zkl_multilock_destroy(ml);
+  zkl_mutex_destroy(ma);
+  zkl_mutex_destroy(mb);
+  return NULL;
+}
+
+static void multi_nested(void) {
+  mn_worker_t *w = calloc((size_t)(2 * T), sizeof *w);
+  pthread_t *t = calloc((size_t)(2 * T), sizeof *t);
+  long long *all = calloc((size_t)(T * K) + 1, sizeof *all);
+  _Atomic int in[2] = {0, 0};
+  char dir[300];
+  long n = 0, overlaps = 0;
+  int64_t t0, el;
+  int i, j;
+  snprintf(dir, sizeof dir, "%s/multi-nested", base);
+  atomic_store(&gave_way, 0);
+  for (i = 0; i < 2 * T; i++) {
+    zkl_client_options_t o = {0};
+    w[i].multi = i % 2;
+    o.session_timeout_ms = session_ms;
+    o.connect_timeout_ms = 30000;
+    if (w[i].multi) {
+      o.log_fn = count_way;
+      o.log_level = ZKL_LOG_DEBUG;
+    }
+    check(zkl_client_create(&w[i].c, connect_str, &o), "connect");
+    w[i].dir = dir;
+    w[i].samples = calloc((size_t)K, sizeof(long long));
+    w[i].in = in;
+  }
+  t0 = now_ns();
+  for (i = 0; i < 2 * T; i++)
+    pthread_create(&t[i], NULL, mn_worker, &w[i]);
+  for (i = 0; i < 2 * T; i++)
+    pthread_join(t[i], NULL);
+  el = now_ns() - t0;
+  for (i = 1; i < 2 * T; i += 2)
+    for (j = 0; j < w[i].n; j++)
+      all[n++] = w[i].samples[j];
+  for (i = 0; i < 2 * T; i++) {
+    overlaps += w[i].overlaps;
+    free(w[i].samples);
+    zkl_client_destroy(w[i].c);
+  }
+  begin("multi-nested");
+  timed(2L * T * K, el, all, n); /* p50/p99: the multi-locks' waits */
+  key_int("threads_each", T);
+  key_int("multi_gave_way", atomic_load(&gave_way));
+  key_num("gave_way_per_multi_cycle", n ? (double)atomic_load(&gave_way) / n : 0);
+  key_int("violations", overlaps);
+  end();
+  free(all), free(w), free(t);
+}
+
 static void reentrant(zkl_client_t *c) {
   zkl_mutex_t *m = new_mutex(c, base, "reentrant");
   counters_t ctr;
@@ -1001,6 +1118,8 @@ int main(int argc, char **argv) {
       many_keys(c);
     else if (!strcmp(w, "reentrant"))
       reentrant(c);
+    else if (!strcmp(w, "multi-nested"))
+      multi_nested();
     else if (!strcmp(w, "idle-waiters"))
       idle_waiters();
     else if (!strcmp(w, "rtt"))
