@@ -316,7 +316,8 @@ int64_t zkl__acqs_watch_due(zkl_client_t *c) {
  * and a wait is revoked. Anything else (its data rewritten, or a delete
  * and re-create we missed while disconnected): watch again, and judge the
  * node by its creation zxid and owner, so a node re-created under our
- * name by someone else is never taken for ours. */
+ * name by someone else is never taken for ours, and by its data
+ * (on_verified), so a mark we did not write ends the hold. */
 static void own_event(zkl_client_t *c, zkl__acq_t *a, int type) {
   a->own_watch = ZKL__OWN_NONE;
   if (type == ZOO_DELETED_EVENT) {
