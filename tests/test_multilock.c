@@ -460,7 +460,7 @@ static void test_partial_set_never_held(void) {
   b.hold_ms = 1;
   pthread_create(&t, NULL, block_thread, &b);
   QUEUED("pc", 2);
-  usleep(50 * 1000);
+  usleep(500 * 1000); /* pa and pb granted by now, even under valgrind */
   CHECK(member_node("pa", node, sizeof node));
   CHECK_INT(zoo_delete(admin, node, -1), ==, ZOK);
   usleep(50 * 1000);
