@@ -70,6 +70,14 @@ int zkl__acq_data_intact(const zkl__acq_t *a, const char *d, int len) {
                           q->user_data, q->user_len, a->marks);
 }
 
+void zkl__lose_rewritten(zkl_client_t *c, zkl__acq_t *a) {
+  /* ours still: deleted at once, or it would keep the queue waiting
+   * behind a hold that is no longer one */
+  if (a->sess && a->path && is_hold(a))
+    zkl__defer_delete_now(c, a->sess, a->path);
+  zkl__lose(c, a, "its data rewritten by someone else");
+}
+
 void zkl__lose(zkl_client_t *c, zkl__acq_t *a, const char *why) {
   if (!is_hold(a))
     return;
@@ -226,12 +234,9 @@ static void on_verified(zkl__call_t *call) {
       }
       if (mine && c->state == ZKL_CLIENT_CONNECTED)
         zkl__set_state(c, a, zkl__held_state(a));
-      else if (rewritten) {
-        /* ours still: deleted at once, or it would keep the queue waiting
-         * behind a hold that is no longer one */
-        zkl__defer_delete_now(c, v->s, a->path);
-        zkl__lose(c, a, "its data rewritten by someone else");
-      } else if (gone)
+      else if (rewritten)
+        zkl__lose_rewritten(c, a);
+      else if (gone)
         zkl__lose(c, a, rc == ZNONODE ? "deleted by someone else"
                                       : "replaced by someone else's node");
     } else if (gone) {

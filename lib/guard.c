@@ -174,6 +174,24 @@ static int judge(zkl_client_t *c, zkl__acq_t *const *holds, const txn_t *t,
   return rc;
 }
 
+/* Whether every hold stands on session s (under c->mu): all on one
+ * session, as the transaction's checks demand, the client's. A hold on
+ * another, or on none, is lost, and only that one: ZKL_ELOST. */
+static int usable(zkl_client_t *c, zkl__acq_t *const *holds, size_t nh,
+                  const zkl__session_t *s) {
+  int rc = ZKL_OK;
+  size_t i;
+  for (i = 0; i < nh; i++) {
+    zkl__acq_t *a = holds[i];
+    if (atomic_load(&a->state) == ZKL_STATE_LOST || !a->sess || !a->path ||
+        a->sess->expired || a->sess != s) {
+      zkl__lose(c, a, "session expired");
+      rc = ZKL_ELOST;
+    }
+  }
+  return rc;
+}
+
 /* The first hold whose check failed for its data version, or -1. */
 static int moved(const txn_t *t, int rc) {
   size_t i;
@@ -196,20 +214,10 @@ int zkl__guarded(zkl__acq_t *const *holds, size_t nh, zkl_op_t *ops,
   if (!args_ok(ops, n, flags))
     return ZKL_EINVAL;
 again:
-  rc = ZKL_OK;
   memset(&t, 0, sizeof t);
   pthread_mutex_lock(&c->mu);
-  /* all on one session, as the check below demands: the client's; a
-   * hold on another, or none, is lost, and only that one */
   s = c->sess;
-  for (i = 0; i < nh; i++) {
-    zkl__acq_t *a = holds[i];
-    if (atomic_load(&a->state) == ZKL_STATE_LOST || !a->sess || !a->path ||
-        a->sess->expired || a->sess != s) {
-      zkl__lose(c, a, "session expired");
-      rc = ZKL_ELOST;
-    }
-  }
+  rc = usable(c, holds, nh, s);
   if (rc == ZKL_OK && c->state != ZKL_CLIENT_CONNECTED)
     rc = ZCONNECTIONLOSS; /* nothing sent: it would wait for a server */
   if (rc == ZKL_OK)

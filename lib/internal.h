@@ -473,6 +473,9 @@ ZKL__HIDDEN int zkl__data_intact(const char *d, size_t len, long pid,
 /* The same for a's node (acq.c). */
 ZKL__HIDDEN int zkl__acq_data_intact(const zkl__acq_t *a, const char *d,
                                      int len);
+/* Under c->mu: a's node, ours still, has data someone else wrote
+ * (zkl__acq_data_intact): it is deleted at once, and the hold LOST. */
+ZKL__HIDDEN void zkl__lose_rewritten(zkl_client_t *c, zkl__acq_t *a);
 /* Under c->mu: a's node is gone or not ours while it holds. */
 ZKL__HIDDEN void zkl__lose(zkl_client_t *c, zkl__acq_t *a, const char *why);
 

@@ -345,6 +345,15 @@ static size_t make_parents(zkl__session_t *s, const char *dir,
   return n;
 }
 
+/* A new guid that ends in the multi-lock's tag (ZKL__ML_TAG). */
+static int tagged_guid(char guid[ZKL__GUID_LEN + 1]) {
+  int rc = zkl__guid(guid);
+  if (rc == ZKL_OK)
+    memcpy(guid + ZKL__GUID_LEN - ZKL__ML_TAG_LEN, ZKL__ML_TAG,
+           ZKL__ML_TAG_LEN);
+  return rc;
+}
+
 static int enqueue(zkl_multilock_t *ml, txn_t *t, int64_t deadline,
                    int64_t *czxid, int deep) {
   zkl_client_t *c = ml->c;
@@ -359,10 +368,7 @@ static int enqueue(zkl_multilock_t *ml, txn_t *t, int64_t deadline,
     free(w);
     return ZKL_ENOMEM;
   }
-  if ((rc = zkl__guid(t->guid)) == ZKL_OK)
-    memcpy(t->guid + ZKL__GUID_LEN - ZKL__ML_TAG_LEN, ZKL__ML_TAG,
-           ZKL__ML_TAG_LEN);
-  if (rc != ZKL_OK ||
+  if ((rc = tagged_guid(t->guid)) != ZKL_OK ||
       (rc = zkl__node_data(NULL, ml->data, ml->len, &data, &len)) != ZKL_OK) {
     free(w);
     free(up);
@@ -480,21 +486,26 @@ static int enqueue(zkl_multilock_t *ml, txn_t *t, int64_t deadline,
 
 /* ---- waiting in every queue ------------------------------------------------ */
 
+/* The set's acquire fails with rc: every member run still going is given
+ * up (it ends soon, and member_done() counts it). Under c->mu. */
+static void fail(zkl_multilock_t *ml, int rc) {
+  size_t i;
+  ml->failed = rc;
+  for (i = 0; i < ml->n; i++)
+    if (ml->m[i].rc == 1)
+      zkl__queue_abandon(ml->m[i].a);
+}
+
 /* A member's run ended (event thread, under c->mu). The first failure
  * ends the others: a set never holds in part. */
 static void member_done(zkl__acq_t *a, int rc, void *ctx) {
   struct member *me = ctx;
   zkl_multilock_t *ml = me->ml;
-  size_t i;
   me->a = a;
   me->rc = rc;
   ml->running--;
-  if (rc != ZKL_OK && !ml->failed) {
-    ml->failed = rc;
-    for (i = 0; i < ml->n; i++)
-      if (ml->m[i].rc == 1)
-        zkl__queue_abandon(ml->m[i].a);
-  }
+  if (rc != ZKL_OK && !ml->failed)
+    fail(ml, rc);
   pthread_cond_broadcast(&ml->cv);
 }
 
@@ -576,6 +587,37 @@ static int someone_behind(zkl_multilock_t *ml, txn_t *t) {
   return found;
 }
 
+/* Waits (under c->mu) for every member run to end; the first failure,
+ * or ZKL_OK. While the set holds some members and waits for others, it
+ * looks behind those it holds (YIELD_FIRST_MS says when) and gives way
+ * (YIELDED) when someone_behind() says so. */
+static int wait_members(zkl_multilock_t *ml, txn_t *t) {
+  zkl_client_t *c = ml->c;
+  int64_t look = 0;
+  while (ml->running > 0) {
+    size_t held = 0, i;
+    struct timespec ts;
+    for (i = 0; i < ml->n; i++)
+      held += ml->m[i].rc == ZKL_OK;
+    if (!held || ml->failed) {
+      look = 0;
+      pthread_cond_wait(&ml->cv, &c->mu);
+      continue;
+    }
+    if (!look) /* held in part from now on */
+      look = zkl_now_ms() + YIELD_FIRST_MS + jitter(YIELD_FIRST_MS);
+    if (zkl_now_ms() < look) {
+      zkl__deadline_ts(look, &ts);
+      pthread_cond_timedwait(&ml->cv, &c->mu, &ts);
+      continue;
+    }
+    look = zkl_now_ms() + YIELD_EVERY_MS + jitter(YIELD_EVERY_MS);
+    if (someone_behind(ml, t) && !ml->failed && ml->running > 0)
+      fail(ml, YIELDED);
+  }
+  return ml->failed;
+}
+
 /* Every member granted: whether the set holds all of them now (under
  * c->mu, dropped while asking). A member granted at the first look holds
  * as of the listings sent with the transaction, as all the others do;
@@ -625,7 +667,6 @@ static int still_held(zkl_multilock_t *ml, txn_t *t) {
 static int wait_all(zkl_multilock_t *ml, txn_t *t, int mode, int64_t deadline,
                     int64_t czxid) {
   zkl_client_t *c = ml->c;
-  int64_t look = 0;
   size_t i;
   int rc;
   pthread_mutex_lock(&c->mu);
@@ -651,32 +692,7 @@ static int wait_all(zkl_multilock_t *ml, txn_t *t, int mode, int64_t deadline,
       member_done(NULL, rc, me);
     }
   }
-  while (ml->running > 0) {
-    size_t held = 0;
-    struct timespec ts;
-    for (i = 0; i < ml->n; i++)
-      held += ml->m[i].rc == ZKL_OK;
-    if (!held || ml->failed) {
-      look = 0;
-      pthread_cond_wait(&ml->cv, &c->mu);
-      continue;
-    }
-    if (!look) /* held in part from now on */
-      look = zkl_now_ms() + YIELD_FIRST_MS + jitter(YIELD_FIRST_MS);
-    if (zkl_now_ms() < look) {
-      zkl__deadline_ts(look, &ts);
-      pthread_cond_timedwait(&ml->cv, &c->mu, &ts);
-      continue;
-    }
-    look = zkl_now_ms() + YIELD_EVERY_MS + jitter(YIELD_EVERY_MS);
-    if (someone_behind(ml, t) && !ml->failed && ml->running > 0) {
-      ml->failed = YIELDED;
-      for (i = 0; i < ml->n; i++)
-        if (ml->m[i].rc == 1)
-          zkl__queue_abandon(ml->m[i].a);
-    }
-  }
-  rc = ml->failed;
+  rc = wait_members(ml, t);
   if (rc == ZKL_OK)
     rc = still_held(ml, t);
   pthread_mutex_unlock(&c->mu);
@@ -714,6 +730,27 @@ static int back_off(zkl_multilock_t *ml, int64_t deadline) {
   return rc;
 }
 
+/* One transaction and the wait in every queue behind it: ZKL_OK with the
+ * set held, ZKL__AGAIN or YIELDED to start over, or why not. */
+static int once(zkl_multilock_t *ml, int mode, int64_t deadline) {
+  txn_t t;
+  int64_t czxid = 0;
+  size_t k;
+  int deep = 0, rc;
+  for (k = 0; k < ml->n; k++)
+    deep |= ml->m[k].deep;
+  memset(&t, 0, sizeof t);
+  if (zkl__cond_init(&t.cv) != ZKL_OK)
+    return ZKL_ESYSTEM;
+  rc = enqueue(ml, &t, deadline, &czxid, deep);
+  if (rc == ZKL_OK)
+    rc = wait_all(ml, &t, mode, deadline, czxid);
+  if (rc == ZKL_OK)
+    ml->token = czxid;
+  txn_done(ml->c, &t, ml->n);
+  return rc;
+}
+
 static int acquire(zkl_multilock_t *ml, int mode, int64_t deadline) {
   zkl_client_t *c;
   uint64_t me;
@@ -743,23 +780,7 @@ static int acquire(zkl_multilock_t *ml, int mode, int64_t deadline) {
   if (rc != ZKL_OK)
     return rc;
   for (tries = 0; tries < AGAIN_MAX; tries++) {
-    txn_t t;
-    int64_t czxid = 0;
-    size_t k;
-    int deep = 0;
-    for (k = 0; k < ml->n; k++)
-      deep |= ml->m[k].deep;
-    memset(&t, 0, sizeof t);
-    if (zkl__cond_init(&t.cv) != ZKL_OK) {
-      rc = ZKL_ESYSTEM;
-      break;
-    }
-    rc = enqueue(ml, &t, deadline, &czxid, deep);
-    if (rc == ZKL_OK)
-      rc = wait_all(ml, &t, mode, deadline, czxid);
-    if (rc == ZKL_OK)
-      ml->token = czxid;
-    txn_done(c, &t, ml->n);
+    rc = once(ml, mode, deadline);
     if (rc == YIELDED) {
       tries--; /* not a failure: bounded by the deadline, if any */
       rc = back_off(ml, mode == ZKL__TIMED ? deadline : -1);

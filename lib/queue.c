@@ -1511,6 +1511,26 @@ static int stat_own(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a,
   zkl__session_put(c, s); /* a->sess or the caller keeps it alive */
   return rc;
 }
+/* A delete that landed vouches for the hold only with a read, just
+ * before it, that found our node: without one (the read failed, or found
+ * no node and someone created one at our name between the two) what we
+ * deleted may not have been ours (model/, F1); and with its data as we
+ * wrote it, or it was no hold (someone else's mark could have let others
+ * in). Under c->mu; logs why not. */
+static int vouched(zkl_client_t *c, const zkl__acq_t *a, zkl__session_t *s,
+                   const zkl__call_t *st) {
+  const char *why = NULL;
+  if (!(st->rc == ZOK && zkl__owns_on(a, s, &st->stat)))
+    why = st->rc == ZOK || st->rc == ZNONODE
+              ? "deleted and re-created by someone else before unlock"
+              : "deleted, but whose it was could not be read";
+  else if (!zkl__acq_data_intact(a, st->data, st->data_len))
+    why = "its data was rewritten by someone else before unlock";
+  if (why)
+    zkl__post_log(c, ZKL_LOG_WARN, "%s: %s", a->path, why);
+  return !why;
+}
+
 /* Deletes our node and forgets it; under c->mu. Returns the delete's
  * ZooKeeper code (ZOK when there was nothing to delete). When the
  * connection is down the delete is left to the event thread; with `judge`
@@ -1579,25 +1599,8 @@ static int remove_node(zkl_client_t *c, zkl__acq_t *a, int judge) {
     if (tidy && pd.rc == ZOK) /* gone: the next join makes it again */
       q->dir_made = 0, q->dir_seen = 0, q->dir_alone = 0;
     rc = del.rc;
-    /* A delete that landed vouches only with a read, just before it, that
-     * found our node: without one (the read failed, or found no node and
-     * someone created one at our name between the two) what we deleted
-     * may not have been ours (model/, F1). */
-    if (rc == ZOK && judge && !(st.rc == ZOK && zkl__owns_on(a, s, &st.stat))) {
-      zkl__post_log(c, ZKL_LOG_WARN,
-                    st.rc == ZOK || st.rc == ZNONODE
-                        ? "%s: deleted and re-created by someone else before "
-                          "unlock"
-                        : "%s: deleted, but whose it was could not be read",
-                    a->path);
+    if (rc == ZOK && judge && !vouched(c, a, s, &st))
       rc = ZNONODE;
-    } else if (rc == ZOK && judge &&
-               !zkl__acq_data_intact(a, st.data, st.data_len)) {
-      zkl__post_log(c, ZKL_LOG_WARN,
-                    "%s: its data was rewritten by someone else before unlock",
-                    a->path);
-      rc = ZNONODE;
-    }
     zkl__call_free(&st);
     if (zkl__is_conn_error(rc)) {
       zkl__defer_delete(c, s, a->path);
@@ -1928,6 +1931,29 @@ int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a, int judge) {
   return rc;
 }
 
+/* A downgrade's verdict from its write's code rc (under c->mu): the
+ * hold is lost, or read from now on (also when the write did not land:
+ * the node then keeps its data, exclusive, which is more than a reader
+ * needs, until the hold ends). */
+static int downgraded(zkl_client_t *c, zkl__acq_t *a, int rc, int rewritten) {
+  if (rewritten) {
+    zkl__lose_rewritten(c, a);
+    return ZKL_ELOST;
+  }
+  if (rc == ZNONODE || is_session_error(rc) || rc == ZKL_ELOST) {
+    zkl__lose(c, a, rc == ZNONODE ? "deleted or replaced by someone else"
+                                  : "session expired");
+    return ZKL_ELOST;
+  }
+  if (rc != ZOK)
+    zkl__post_log(c, ZKL_LOG_WARN,
+                  "%s: downgrade not written (%s): readers wait for the "
+                  "release",
+                  a->path, zkl_err_name(rc));
+  a->shared = 1;
+  return ZKL_OK;
+}
+
 /* How many times a downgrade retries its conditional write when the data
  * version has moved (another client rewrote our node's data). */
 #define DOWNGRADE_TRIES 3
@@ -1977,25 +2003,7 @@ int zkl__queue_downgrade(zkl__queue_t *q, zkl__acq_t *a) {
     zkl__session_put(c, s);
     break;
   }
-  if (rewritten) {
-    zkl__defer_delete_now(c, s, a->path); /* ours: see acq.c on_verified */
-    zkl__lose(c, a, "its data rewritten by someone else");
-    rc = ZKL_ELOST;
-  } else if (rc == ZNONODE || is_session_error(rc) || rc == ZKL_ELOST) {
-    zkl__lose(c, a, rc == ZNONODE ? "deleted or replaced by someone else"
-                                  : "session expired");
-    rc = ZKL_ELOST;
-  } else if (rc != ZOK) {
-    /* The node keeps its data: exclusive, which is more than a reader
-     * needs, until the hold ends. */
-    zkl__post_log(c, ZKL_LOG_WARN,
-                  "%s: downgrade not written (%s): readers wait for the "
-                  "release",
-                  a->path, zkl_err_name(rc));
-    rc = ZKL_OK;
-  }
-  if (rc == ZOK)
-    a->shared = 1;
+  rc = downgraded(c, a, rc, rewritten);
   pthread_mutex_unlock(&c->mu);
   free(nd);
   return rc;
@@ -2020,8 +2028,7 @@ int zkl__queue_verify(zkl__queue_t *q, zkl__acq_t *a) {
     a->dversion = st.version;
     rc = ZKL_OK;
   } else if (rc == ZOK && a->sess == s && zkl__owns(a, &st)) {
-    zkl__defer_delete_now(c, s, a->path); /* ours: see acq.c on_verified */
-    zkl__lose(c, a, "its data rewritten by someone else");
+    zkl__lose_rewritten(c, a);
     rc = zkl__lost_rc(a);
   } else if (rc == ZOK || rc == ZNONODE || is_session_error(rc) ||
              a->sess != s) {
