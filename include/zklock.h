@@ -1092,7 +1092,11 @@ ZKL_EXTERN int zkl_election_candidates(zkl_client_t *client, const char *root,
  * is the creation zxid that all its nodes share: it grows like a single
  * lock's from holder to holder of each member. Its state is the worst of
  * its members' (LOST if any is lost, then AT_RISK, REVOKE_REQUESTED,
- * HELD); revoking any member revokes the set.
+ * HELD); revoking any member revokes the set. A member lost while the
+ * set holds ends the set: when that loss is delivered (on the client's
+ * event thread, or in zkl_client_dispatch() with ZKL_CLIENT_DISPATCH),
+ * the other members' nodes are deleted and their holds are LOST too;
+ * zkl_multilock_unlock() then waits for those deletes and says so.
  */
 typedef struct zkl_multilock zkl_multilock_t;
 

@@ -76,6 +76,13 @@ static void admin_sync(const char *path) {
   pthread_mutex_unlock(&sync_mu);
 }
 
+/* Whether path exists, as the admin sees it after a sync. */
+static inline int admin_exists(const char *path) {
+  struct Stat st;
+  admin_sync(path);
+  return zoo_exists(admin, path, 0, &st) == ZOK;
+}
+
 /* Number of children of root/name as the admin sees them (-1: no parent). */
 static int queue_len(const char *name) {
   char path[256];

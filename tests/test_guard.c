@@ -21,12 +21,6 @@ static const char *admin_data(const char *path, char *buf, int size) {
   return buf;
 }
 
-static int exists_path(const char *path) {
-  struct Stat st;
-  admin_sync(path);
-  return zoo_exists(admin, path, 0, &st) == ZOK;
-}
-
 static zkl_op_t op_set(const char *path, const char *data, int version) {
   zkl_op_t o = {0};
   o.type = ZKL_OP_SET;
@@ -304,7 +298,7 @@ static void test_release_hands_over(void) {
   pthread_join(t, NULL);
   CHECK_RC(w.rc, ZKL_OK);
   CHECK_STR(w.seen, "done");
-  CHECK(!exists_path(node));
+  CHECK(!admin_exists(node));
   /* HELD then NONE: our own delete was never taken for a loss */
   WAIT_FOR(last_state(&st) == ZKL_STATE_NONE, 2000);
   pthread_mutex_lock(&st.mu);
@@ -337,7 +331,7 @@ static void test_release_refused_keeps_watch(void) {
   CHECK_RC(zkl_mutex_guarded(m, &op, 1, ZKL_GUARD_RELEASE), ZNONODE);
   CHECK_INT(zkl_mutex_state(m), ==, ZKL_STATE_HELD);
   CHECK_INT(zkl_mutex_depth(m), ==, 1);
-  CHECK(exists_path(node));
+  CHECK(admin_exists(node));
   CHECK_INT(zoo_delete(admin, node, -1), ==, ZOK);
   WAIT_FOR(zkl_mutex_state(m) == ZKL_STATE_LOST, 3000);
   CHECK_INT(zkl_mutex_state(m), ==, ZKL_STATE_LOST);
@@ -428,7 +422,7 @@ static void test_every_hold(void) {
   CHECK_RC(zkl_lease_node_path(lease, node, sizeof node), ZKL_OK);
   op = op_set(state, "lease", -1);
   CHECK_RC(zkl_lease_guarded(lease, &op, 1, ZKL_GUARD_RELEASE), ZKL_OK);
-  CHECK(!exists_path(node));
+  CHECK(!admin_exists(node));
   CHECK_STR(admin_data(state, buf, sizeof buf), "lease");
   CHECK_RC(zkl_semaphore_destroy(sem), ZKL_OK); /* the lease is gone */
 

@@ -357,12 +357,6 @@ static int forge(const char *name, const char *marker, const char *data) {
   return n;
 }
 
-static int exists_path(const char *path) {
-  struct Stat st;
-  admin_sync(path);
-  return zoo_exists(admin, path, 0, &st) == ZOK;
-}
-
 /* A co-tenant writing the downgrade mark into a writer's node lets a
  * waiting reader in (it trusts the mark), and the writer is told: LOST at
  * once, and verify, guarded writes and unlock say so; its node is
@@ -390,7 +384,7 @@ static void test_forged_mark_ends_the_hold(void) {
   op.type = ZKL_OP_CREATE;
   op.path = gpath;
   CHECK_RC(zkl_rwlock_guarded(rw, &op, 1, 0), ZKL_ELOST);
-  CHECK(!exists_path(gpath));
+  CHECK(!admin_exists(gpath));
   CHECK_RC(zkl_rwlock_wrunlock(rw), ZKL_ELOST);
   job_end(&r);
   CHECK_INT(queue_count("forged"), ==, 0);
@@ -427,11 +421,11 @@ static void test_forged_mark_refuses_guarded_write(void) {
   op.type = ZKL_OP_CREATE;
   op.path = gpath;
   CHECK_RC(zkl_rwlock_guarded(rw, &op, 1, 0), ZKL_OK);
-  CHECK(exists_path(gpath));
+  CHECK(admin_exists(gpath));
   CHECK_INT(forge("fg", "__WRIT__", "zklock 1\nmode=read\n\n"), ==, 1);
   snprintf(gpath, sizeof gpath, "%s/g2", root);
   CHECK_RC(zkl_rwlock_guarded(rw, &op, 1, 0), ZKL_ELOST);
-  CHECK(!exists_path(gpath));
+  CHECK(!admin_exists(gpath));
   CHECK_INT(zkl_rwlock_state(rw), ==, ZKL_STATE_LOST);
   CHECK_RC(zkl_rwlock_wrunlock(rw), ZKL_ELOST);
   CHECK_INT(queue_count("fg"), ==, 0);
