@@ -239,11 +239,15 @@ static void test_rewrite_keeps_watch(void) {
   WAIT_FOR(!exists(path), 3000);
   CHECK(!exists(path));
   CHECK_RC(zkl_mutex_unlock(m), ZKL_EREVOKED);
-  /* no watch yet (a hold's first 100 ms): the unlock's own read tells */
+  /* at once: the watch (set 100 ms into a hold) or, before it, the
+   * unlock's own read tells; the pause lets our server apply the admin's
+   * write first, which the unlock's read (no sync) does not wait for */
   CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
   CHECK_RC(zkl_mutex_node_path(m, path, sizeof path), ZKL_OK);
   CHECK_INT(zoo_set(admin, path, "rewritten", 9, -1), ==, ZOK);
+  usleep(200000);
   CHECK_RC(zkl_mutex_unlock(m), ZKL_ELOST);
+  WAIT_FOR(!exists(path), 3000);
   CHECK(!exists(path));
   zkl_mutex_destroy(m);
   zkl_client_destroy(c);
