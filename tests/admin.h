@@ -103,6 +103,20 @@ static int queue_len(const char *name) {
 /* Nodes in root/name, counting a parent already reaped as empty: lock
  * parents are containers, which the test ensemble removes within a second
  * of their last child (more than enough under valgrind). */
+/* Waits (at most 5 s) until client c has sent nothing for 300 ms, and
+ * returns its request count then: a waiter on a loaded machine may take
+ * longer than any fixed sleep to send its listing and set its watches. */
+static inline uint64_t requests_settled(const zkl_client_t *c) {
+  uint64_t n = zkl_client_request_count(c), was;
+  int64_t until = zkl_now_ms() + 5000;
+  do {
+    was = n;
+    usleep(300 * 1000);
+    n = zkl_client_request_count(c);
+  } while (n != was && zkl_now_ms() < until);
+  return n;
+}
+
 static inline int queue_count(const char *name) {
   int n = queue_len(name);
   return n == -1 ? 0 : n;

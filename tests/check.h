@@ -50,10 +50,14 @@ static int check_failures;
     }                                                                          \
   } while (0)
 
-/* Run one test function and print a TAP-like line. */
+/* Run one test function and print a TAP-like line. ZKL_TEST_ONLY=part
+ * runs only the tests whose names contain it (for chasing a flake). */
 #define RUN(fn)                                                                \
   do {                                                                         \
     int before_ = check_failures;                                              \
+    const char *only_ = getenv("ZKL_TEST_ONLY");                               \
+    if (only_ && !strstr(#fn, only_))                                          \
+      break;                                                                   \
     fn();                                                                      \
     printf("%s %s\n", check_failures == before_ ? "ok" : "FAIL", #fn);         \
     fflush(stdout);                                                            \

@@ -322,8 +322,7 @@ static void test_reader_watches_nearest_writer(void) {
   QUEUED("near", 2);
   job_start(&r, "near", 0);
   QUEUED("near", 3);
-  usleep(100 * 1000);
-  mid = zkl_client_request_count(r.c);
+  mid = requests_settled(r.c); /* its listing and watches are sent */
   job_end(&w1);
   WAIT_FOR(atomic_load(&w2.held), 5000);
   CHECK(atomic_load(&w2.held));
@@ -387,6 +386,7 @@ static void test_forged_mark_ends_the_hold(void) {
   CHECK(!admin_exists(gpath));
   CHECK_RC(zkl_rwlock_wrunlock(rw), ZKL_ELOST);
   job_end(&r);
+  WAIT_FOR(queue_count("forged") == 0, 5000); /* the delete of a LOST node */
   CHECK_INT(queue_count("forged"), ==, 0);
   CHECK_RC(zkl_rwlock_destroy(rw), ZKL_OK);
   zkl_client_destroy(c);
@@ -428,6 +428,7 @@ static void test_forged_mark_refuses_guarded_write(void) {
   CHECK(!admin_exists(gpath));
   CHECK_INT(zkl_rwlock_state(rw), ==, ZKL_STATE_LOST);
   CHECK_RC(zkl_rwlock_wrunlock(rw), ZKL_ELOST);
+  WAIT_FOR(queue_count("fg") == 0, 5000); /* the delete of a LOST node */
   CHECK_INT(queue_count("fg"), ==, 0);
   CHECK_RC(zkl_rwlock_destroy(rw), ZKL_OK);
   zkl_client_destroy(c);
