@@ -5,7 +5,7 @@
  * The queue engine (queue.c) links an acquisition here for its whole life;
  * the session (session.c) and the ZooKeeper watchers below then change its
  * state, all under c->mu, and notices go to the recipe's callback through
- * the event thread (events.c). */
+ * the event thread (notice.c, loop.c). */
 #include "config.h"
 
 #include <stdlib.h>
@@ -70,6 +70,12 @@ int zkl__acq_data_intact(const zkl__acq_t *a, const char *d, int len) {
                           q->user_data, q->user_len, a->marks);
 }
 
+/* Wakes a's run, if one is parked on it (queue.c set a->wake). */
+static void kick(zkl__acq_t *a) {
+  if (a->wake)
+    a->wake(a);
+}
+
 void zkl__lose_rewritten(zkl_client_t *c, zkl__acq_t *a) {
   /* ours still: deleted at once, or it would keep the queue waiting
    * behind a hold that is no longer one */
@@ -88,7 +94,7 @@ void zkl__lose(zkl_client_t *c, zkl__acq_t *a, const char *why) {
 
 /* The connection is down: holds are AT_RISK, or LOST at once for a recipe
  * that must not lead while it cannot hear the ensemble. */
-void zkl__acqs_disconnected(zkl_client_t *c, zkl__session_t *s) {
+static void disconnected(zkl_client_t *c, zkl__session_t *s) {
   zkl__acq_t *a;
   for (a = c->acqs; a; a = a->next) {
     if (a->sess != s || !is_hold(a) ||
@@ -106,7 +112,7 @@ void zkl__acqs_disconnected(zkl_client_t *c, zkl__session_t *s) {
 }
 
 /* Session s expired: its holds are LOST, its waiters join again. */
-void zkl__acqs_expired(zkl_client_t *c, zkl__session_t *s) {
+static void expired(zkl_client_t *c, zkl__session_t *s) {
   zkl__acq_t *a;
   for (a = c->acqs; a; a = a->next) {
     if (a->sess != s)
@@ -115,15 +121,15 @@ void zkl__acqs_expired(zkl_client_t *c, zkl__session_t *s) {
       lose(c, a);
     else {
       a->session_lost = 1;
-      zkl__acq_kick(a);
+      kick(a);
     }
   }
 }
 
-void zkl__acqs_kick(zkl_client_t *c) {
+static void kick_all(zkl_client_t *c) {
   zkl__acq_t *a;
   for (a = c->acqs; a; a = a->next)
-    zkl__acq_kick(a);
+    kick(a);
 }
 
 void zkl__acqs_expire_at_risk(zkl_client_t *c) {
@@ -242,7 +248,7 @@ static void on_verified(zkl__call_t *call) {
     } else if (gone) {
       a->tainted |= rewritten;
       a->revoked = 1;
-      zkl__acq_kick(a);
+      kick(a);
     }
   }
   zkl__session_put(c, v->s);
@@ -272,13 +278,33 @@ void zkl__watch_own(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a) {
 }
 
 /* Connected again: every hold is read, and watched anew. */
-void zkl__acqs_connected(zkl_client_t *c, zkl__session_t *s) {
+static void connected(zkl_client_t *c, zkl__session_t *s) {
   zkl__acq_t *a;
   for (a = c->acqs; a; a = a->next)
     if (a->sess == s && is_hold(a) && a->path) {
       a->watch_due = 0; /* the verification re-arms the watch */
       zkl__watch_own(c, s, a);
     }
+}
+
+/* The session listener (c->on_session, wired by client.c): what a
+ * change of session s means for the acquisitions. Under c->mu. */
+void zkl__acqs_on_session(zkl_client_t *c, zkl__session_t *s,
+                          enum zkl__sess_news what) {
+  switch (what) {
+  case ZKL__SESS_CONNECTED:
+    connected(c, s);
+    break;
+  case ZKL__SESS_DISCONNECTED:
+    disconnected(c, s);
+    break;
+  case ZKL__SESS_EXPIRED:
+    expired(c, s);
+    break;
+  case ZKL__SESS_KICK:
+    kick_all(c);
+    break;
+  }
 }
 
 void zkl__schedule_node_watch(zkl_client_t *c, zkl__acq_t *a) {
@@ -331,7 +357,7 @@ static void own_event(zkl_client_t *c, zkl__acq_t *a, int type) {
     } else if (atomic_load_explicit(&a->state, memory_order_relaxed) ==
                ZKL_STATE_NONE) {
       a->revoked = 1;
-      zkl__acq_kick(a);
+      kick(a);
     }
   } else if (a->sess && !a->sess->expired &&
              atomic_load_explicit(&a->state, memory_order_relaxed) !=
@@ -388,7 +414,7 @@ void zkl__path_watcher(zhandle_t *zh, int type, int state, const char *path,
     if (own)
       own_event(c, a, type);
     if (hit)
-      zkl__acq_kick(a);
+      kick(a);
   }
   pthread_mutex_unlock(&c->mu);
 }

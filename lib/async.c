@@ -2,7 +2,7 @@
  *
  * zkl_mutex_lock_async() and its siblings start a run of the queue
  * engine (queue.c) with no thread behind it; when the run ends, the event
- * thread posts the outcome as a notice (events.c), and the callback runs
+ * thread posts the outcome as a notice (notice.c), and the callback runs
  * where every callback runs. A zkl_hold_t follows one acquisition from
  * start to release:
  *
@@ -56,6 +56,8 @@ static void discard(zkl_hold_t *h) {
 }
 
 /* The run ended (event thread, under c->mu). */
+static void deliver(void *arg);
+
 static void on_done(zkl__acq_t *hold, int rc, void *ctx) {
   zkl_hold_t *h = ctx;
   h->a = hold;
@@ -65,7 +67,7 @@ static void on_done(zkl__acq_t *hold, int rc, void *ctx) {
     return;
   }
   h->phase = POSTED;
-  zkl__post_hold(h->c, h, h->notice);
+  zkl__post_fn(h->c, h->notice, deliver, h);
   h->notice = NULL;
 }
 
@@ -110,7 +112,8 @@ int zkl__hold_start(zkl__queue_t *q, int shared, int64_t deadline_ms,
   return rc;
 }
 
-void zkl__hold_deliver(zkl_hold_t *h) {
+static void deliver(void *arg) {
+  zkl_hold_t *h = arg;
   zkl_client_t *c = h->c;
   pthread_mutex_lock(&c->mu);
   if (h->phase == CANCELLED) { /* cancelled while being taken off the queue */
@@ -162,9 +165,9 @@ int zkl_hold_cancel(zkl_hold_t *h) {
   case POSTED:
     h->phase = CANCELLED;
     h->q->async--;
-    if (zkl__events_unpost(c, h))
+    if (zkl__notice_unpost(c, h))
       discard(h);
-    /* else being delivered: zkl__hold_deliver discards it */
+    /* else being delivered: deliver() discards it */
     break;
   case DELIVERING:
     rc = ZKL_EBUSY; /* the callback has the outcome */

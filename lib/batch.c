@@ -180,7 +180,8 @@ static void on_stat_learnt(zkl__call_t *st) {
 /* Under c->mu: a create applied in a transaction; asks for its stat. */
 static void learn_stat(bop_t *op) {
   zkl__call_init_fn(&op->st, op->call->c, on_stat_learnt, op);
-  if (zkl__exists(&op->st, op->s, op->out) != ZOK) {
+  if (zkl__issued(&op->st, zoo_aexists(op->s->zh, op->out, 0, zkl__on_stat,
+                                      &op->st)) != ZOK) {
     create_done(op, ZCONNECTIONLOSS, 0);
     op->learnt = 1;
     op_release(op);

@@ -1,8 +1,8 @@
 /* client.c: the client object: its public API and its life, from the first
  * session to the teardown. The rest of the client is in session.c (the
  * session's state machine), acq.c (acquisitions and the state of holds),
- * events.c (the event thread), deferred.c (deletes that wait for a
- * connection) and zkcall.c (requests waited for).
+ * notice.c and loop.c (the event thread), deferred.c (deletes that wait for a
+ * connection) and call.c and request.c (requests).
  *
  * Threads that touch a client:
  *  - user threads, which send requests and wait on condition variables;
@@ -26,19 +26,6 @@
 #include "internal.h"
 
 #define MAGIC_CLIENT 0x7a6b6c63u
-
-_Atomic unsigned zkl__fork_gen;
-
-static void in_child(void) {
-  atomic_fetch_add_explicit(&zkl__fork_gen, 1, memory_order_relaxed);
-}
-
-static void watch_forks(void) { pthread_atfork(NULL, NULL, in_child); }
-
-void zkl__fork_watch(void) {
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  pthread_once(&once, watch_forks);
-}
 
 /* ---- public API ---------------------------------------------------------- */
 
@@ -66,6 +53,8 @@ static int client_init(zkl_client_t *c, const char *hosts,
   c->log_ctx = o ? o->log_ctx : NULL;
   c->log_level = o && o->log_level > 0 ? o->log_level : ZKL_LOG_WARN;
   c->fork_gen = atomic_load(&zkl__fork_gen);
+  c->on_session = zkl__acqs_on_session;
+  c->watcher = zkl__path_watcher;
   if (o && o->auth_scheme) {
     c->auth_scheme = zkl__strdup(o->auth_scheme);
     c->auth = zkl__strdup(o->auth);

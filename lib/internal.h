@@ -289,14 +289,32 @@ struct zkl__acq {
   int tainted;
   int waited; /* a multi-lock member's run waited before it granted */
   struct zkl__run *run;  /* while acquiring: the protocol's machine (queue.c) */
+  /* Set by the run (queue.c) while it acquires: something it may wait
+   * for happened (a watched node, the connection, a cancel). acq.c and
+   * the watcher call it, under c->mu, and know nothing of the run. */
+  void (*wake)(zkl__acq_t *a);
   zkl__went_t own_went;  /* path: our node's, while we know it */
   uint64_t evseq;        /* the path watcher's last event that saw us */
   pthread_cond_t cv;
   zkl__acq_t *prev, *next; /* client's list of acquisitions */
 };
 
+/* What a session's change means, told to the client's listener. */
+enum zkl__sess_news {
+  ZKL__SESS_CONNECTED,
+  ZKL__SESS_DISCONNECTED,
+  ZKL__SESS_EXPIRED,
+  ZKL__SESS_KICK /* something a waiting acquire may need changed */
+};
+
 struct zkl_client {
   pthread_mutex_t mu;
+  /* Hooks wired by client.c, so that the lower layers never name the
+   * upper ones: the listener of session changes (acq.c's), and the
+   * watcher given to every watch the library sets (acq.c's). */
+  void (*on_session)(zkl_client_t *c, zkl__session_t *s,
+                     enum zkl__sess_news what);
+  watcher_fn watcher;
   unsigned fork_gen; /* zkl__fork_gen when created: see zkl__forked() */
   pthread_cond_t cv; /* state changes, new session, event queue, refs */
   char *hosts;
@@ -404,15 +422,9 @@ ZKL__HIDDEN void zkl__close_dead(zkl_client_t *c);
 /* acq.c: what the session's changes mean for the acquisitions on session
  * s; the event thread's timed duties (zkl__acqs_watch_due returns when it
  * is next due, 0: never). Under c->mu. */
-ZKL__HIDDEN void zkl__acqs_connected(zkl_client_t *c, zkl__session_t *s);
-ZKL__HIDDEN void zkl__acqs_disconnected(zkl_client_t *c, zkl__session_t *s);
-ZKL__HIDDEN void zkl__acqs_expired(zkl_client_t *c, zkl__session_t *s);
+ZKL__HIDDEN void zkl__acqs_on_session(zkl_client_t *c, zkl__session_t *s,
+                                      enum zkl__sess_news what);
 ZKL__HIDDEN void zkl__acqs_expire_at_risk(zkl_client_t *c);
-/* Something an acquisition may wait for happened (a connection, an
- * expiry, a watched node, a cancel): its run looks again (queue.c). Every
- * acquisition of c, or one. Under c->mu. */
-ZKL__HIDDEN void zkl__acqs_kick(zkl_client_t *c);
-ZKL__HIDDEN void zkl__acq_kick(zkl__acq_t *a);
 ZKL__HIDDEN int64_t zkl__acqs_watch_due(zkl_client_t *c);
 /* Under c->mu: put e (path, a, idx) in the table of watched paths; take
  * it out (nothing if it is not in). */
@@ -427,21 +439,24 @@ ZKL__HIDDEN void zkl__watch_own(zkl_client_t *c, zkl__session_t *s,
                                 zkl__acq_t *a);
 /* async.c: an asynchronous acquire on q (a recipe's, checked): starts
  * it, and hands the outcome to fn on the callback thread. The notice
- * that delivers it (events.c: post under c->mu; unpost: taken back
+ * that delivers it (notice.c: post under c->mu; unpost: taken back
  * before delivery, 1 if it was still queued; deliver: no lock held). */
 ZKL__HIDDEN int zkl__hold_start(zkl__queue_t *q, int shared,
                                 int64_t deadline_ms, zkl_hold_fn fn,
                                 void *arg, zkl_hold_t **out);
-ZKL__HIDDEN void zkl__hold_deliver(zkl_hold_t *h);
-/* The notice is allocated when the acquire starts: an outcome must never
- * be lost for want of memory. free() it if never posted. */
+/* A notice that runs fn(arg) on the callback thread, with no lock held.
+ * It is allocated ahead (an outcome must never be lost for want of
+ * memory: free() it if never posted); posted under c->mu; taken back
+ * before delivery by unpost (1 if it was still queued). */
 ZKL__HIDDEN struct zkl__event *zkl__notice_new(void);
-ZKL__HIDDEN void zkl__post_hold(zkl_client_t *c, zkl_hold_t *h,
-                                struct zkl__event *ev);
-ZKL__HIDDEN int zkl__events_unpost(zkl_client_t *c, zkl_hold_t *h);
-/* events.c: the event thread's body; the notices left at teardown. */
-ZKL__HIDDEN void *zkl__event_main(void *arg);
+ZKL__HIDDEN void zkl__post_fn(zkl_client_t *c, struct zkl__event *ev,
+                              void (*fn)(void *arg), void *arg);
+ZKL__HIDDEN int zkl__notice_unpost(zkl_client_t *c, const void *arg);
+/* notice.c: under c->mu, run the first notice (c->mu dropped meanwhile);
+ * the notices left at teardown. loop.c: the event thread's body. */
+ZKL__HIDDEN void zkl__notice_deliver(zkl_client_t *c);
 ZKL__HIDDEN void zkl__events_discard(zkl_client_t *c);
+ZKL__HIDDEN void *zkl__event_main(void *arg);
 
 /* Whether stat describes a's node: created by us (czxid) and owned by the
  * session we created it on. A node deleted and re-created under our name
@@ -489,11 +504,11 @@ static inline int zkl__forked(unsigned gen) {
   return atomic_load_explicit(&zkl__fork_gen, memory_order_relaxed) != gen;
 }
 
-/* Watchers (acq.c) given to every watch the library sets. */
+/* The watcher (acq.c) that client.c gives every watch (c->watcher). */
 ZKL__HIDDEN void zkl__path_watcher(zhandle_t *zh, int type, int state,
                                    const char *path, void *ctx);
 
-/* ---- zkcall.c: every ZooKeeper request the library sends ----------------- */
+/* ---- call.c and request.c: the record of a request, and every request -- */
 
 typedef struct zkl__call zkl__call_t;
 /* A call's completion, run under c->mu on ZooKeeper's completion thread
@@ -565,7 +580,7 @@ ZKL__HIDDEN int zkl__sync(zkl__call_t *call, zkl__session_t *s,
                           const char *path);
 /* zoo_amulti, refused with ZINVALIDSTATE without calling it on a handle
  * whose session expired or whose credentials were refused: there the
- * 3.8.0 client frees the caller's paths (zkcall.c says how). */
+ * 3.8.0 client frees the caller's paths (call.c says how). */
 ZKL__HIDDEN int zkl__zoo_amulti(zhandle_t *zh, int n, const zoo_op_t *ops,
                                 zoo_op_result_t *results, void_completion_t fn,
                                 const void *data);
@@ -608,7 +623,14 @@ ZKL__HIDDEN void zkl__batch_fini(zkl__session_t *s);
 ZKL__HIDDEN void zkl__batch_done(zkl__session_t *s);
 /* For tests: the ops held back on s, and in how many transactions. */
 ZKL__HIDDEN int zkl__batch_queued(zkl__session_t *s, int *transactions);
-/* zkcall.c's completions, which batch.c reuses for the answers it gets */
+/* call.c's completions, which request.c and batch.c give the C client,
+ * and zkl__issued, which counts a request sent and finishes a waited-for
+ * call that the client refused outright (it returns rc). */
+ZKL__HIDDEN int zkl__issued(zkl__call_t *call, int rc);
+ZKL__HIDDEN void zkl__on_data(int rc, const char *value, int len,
+                              const struct Stat *stat, const void *data);
+ZKL__HIDDEN void zkl__on_stat(int rc, const struct Stat *stat,
+                              const void *data);
 ZKL__HIDDEN void zkl__on_create(int rc, const char *value,
                                 const struct Stat *stat, const void *data);
 ZKL__HIDDEN void zkl__on_children(int rc, const struct String_vector *v,

@@ -63,7 +63,7 @@ typedef void (*step_fn)(zkl__acq_t *a);
  * that takes their answers, or parks until something it waits for
  * happens, or ends the run. Whoever makes progress possible moves the
  * machine on (advance()): the last answer's completion, an event on the
- * connection or a watched node (zkl__acq_kick), or the thread that waits
+ * connection or a watched node (a->wake), or the thread that waits
  * for the run to end, when a parked step's time comes. */
 struct zkl__run {
   zkl__queue_t *q;
@@ -243,7 +243,8 @@ static void advance(zkl__acq_t *a) {
   }
 }
 
-void zkl__acq_kick(zkl__acq_t *a) {
+/* a->wake while a run is on a: a parked step runs again. */
+static void kick(zkl__acq_t *a) {
   run_t *r = a->run;
   if (!r || r->done || !r->parked)
     return;
@@ -1696,6 +1697,7 @@ static int settle(zkl__acq_t *a, int wait) {
   if (member)
     a->waited = r->waited;
   a->run = NULL;
+  a->wake = NULL;
   run_free(r);
   if (member && rc != ZKL_OK) {
     /* a multi-lock deletes its nodes itself, and waits for the deletes */
@@ -1734,6 +1736,7 @@ static zkl__acq_t *run_new(zkl__queue_t *q, int mode, int shared,
   a->q = q;
   a->shared = shared;
   a->run = r;
+  a->wake = kick;
   r->q = q;
   r->mode = mode;
   r->deadline = mode == ZKL__TIMED ? deadline_ms : -1;
@@ -1798,7 +1801,7 @@ void zkl__queue_abandon(zkl__acq_t *a) {
   if (!a->run)
     return;
   a->run->abandoned = 1;
-  zkl__acq_kick(a);
+  kick(a);
 }
 
 void zkl__queue_discard(zkl__acq_t *a) {
@@ -1842,7 +1845,7 @@ int64_t zkl__runs_timers(zkl_client_t *c) {
     if (!r || !r->done_fn || !r->parked || r->wake_at < 0)
       continue;
     if (r->wake_at <= now)
-      zkl__acq_kick(a);
+      kick(a);
     else if (!c->timer_due || r->wake_at < c->timer_due)
       c->timer_due = r->wake_at;
   }
@@ -1893,7 +1896,7 @@ int zkl__queue_acquire(zkl__queue_t *q, int mode, int shared,
       wake = give_up;
     }
     if (wake >= 0 && zkl_now_ms() >= wake && r->parked) {
-      zkl__acq_kick(a);
+      kick(a);
     } else if (wake < 0) {
       pthread_cond_wait(&a->cv, &c->mu);
     } else {
@@ -2146,7 +2149,7 @@ void zkl__queue_cancel(zkl__queue_t *q) {
   q->cancel_gen++;
   for (a = c->acqs; a; a = a->next)
     if (a->q == q) {
-      zkl__acq_kick(a);
+      kick(a);
       pthread_cond_broadcast(&a->cv); /* a caller waiting on an answer */
     }
   pthread_cond_broadcast(&c->cv);

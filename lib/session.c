@@ -53,6 +53,13 @@ int zkl__wait_usable(zkl_client_t *c, zkl__session_t *old, uint64_t epoch,
   return ZKL_OK;
 }
 
+/* Tells the client's listener (acq.c's, wired by client.c). */
+static void tell(zkl_client_t *c, zkl__session_t *s,
+                 enum zkl__sess_news what) {
+  if (c->on_session)
+    c->on_session(c, s, what);
+}
+
 static void on_connected(zkl_client_t *c, zkl__session_t *s) {
   if (c->state == ZKL_CLIENT_CONNECTED)
     return;
@@ -63,7 +70,7 @@ static void on_connected(zkl_client_t *c, zkl__session_t *s) {
   atomic_store(&c->session_id, s->id);
   zkl__post_log(c, ZKL_LOG_INFO, "connected: session 0x%llx, timeout %d ms",
                 (unsigned long long)s->id, c->timeout_neg);
-  zkl__acqs_connected(c, s);
+  tell(c, s, ZKL__SESS_CONNECTED);
 }
 
 static void on_disconnected(zkl_client_t *c, zkl__session_t *s) {
@@ -72,7 +79,7 @@ static void on_disconnected(zkl_client_t *c, zkl__session_t *s) {
   c->state = ZKL_CLIENT_CONNECTING;
   c->disconnected_at = zkl_now_ms();
   zkl__post_log(c, ZKL_LOG_WARN, "disconnected: holds are AT_RISK");
-  zkl__acqs_disconnected(c, s);
+  tell(c, s, ZKL__SESS_DISCONNECTED);
 }
 
 static void on_expired(zkl_client_t *c, zkl__session_t *s) {
@@ -88,7 +95,7 @@ static void on_expired(zkl_client_t *c, zkl__session_t *s) {
                   "session 0x%llx expired: holds LOST, making a new session",
                   (unsigned long long)s->id);
   atomic_store(&c->session_id, 0);
-  zkl__acqs_expired(c, s);
+  tell(c, s, ZKL__SESS_EXPIRED);
   /* New sessions with credentials the ensemble rejects would only be
    * rejected again, as fast as we could make them. */
   c->need_session = !c->auth_failed;
@@ -107,7 +114,7 @@ static void apply_state(zkl_client_t *c, zkl__session_t *s, int zstate) {
     on_disconnected(c, s);
   atomic_store(&c->pub_state, c->state);
   pthread_cond_broadcast(&c->cv);
-  zkl__acqs_kick(c); /* acquisitions waiting for a connection */
+  tell(c, s, ZKL__SESS_KICK); /* acquisitions waiting for a connection */
 }
 
 /* Session events of one handle; its context is the session, so an event
@@ -148,7 +155,7 @@ static void on_auth(int rc, const void *data) {
       apply_state(c, s, ZOO_AUTH_FAILED_STATE);
   }
   pthread_cond_broadcast(&c->cv);
-  zkl__acqs_kick(c);
+  tell(c, s, ZKL__SESS_KICK);
   pthread_mutex_unlock(&c->mu);
 }
 

@@ -228,3 +228,17 @@ int zkl__handle_live(const void *h) {
   pthread_mutex_unlock(&reg_mu);
   return ok;
 }
+
+/* fork(): see zkl__forked() (internal.h). */
+_Atomic unsigned zkl__fork_gen;
+
+static void in_child(void) {
+  atomic_fetch_add_explicit(&zkl__fork_gen, 1, memory_order_relaxed);
+}
+
+static void watch_forks(void) { pthread_atfork(NULL, NULL, in_child); }
+
+void zkl__fork_watch(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, watch_forks);
+}

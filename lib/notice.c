@@ -1,15 +1,13 @@
-/* events.c: the client's event thread: its queue of notices (state
- * changes for a recipe's callback, log lines for the hook), and its loop,
- * the table of contents of everything the client does in the background.
+/* notice.c: the client's queue of notices: state changes for a recipe's
+ * callback, log lines for the hook, and functions to run there (an async
+ * acquire's outcome).
  *
  * Watchers and completions run on ZooKeeper's completion thread under c->mu,
  * where no user code may run: they post a notice here, and the event thread
- * delivers it with no lock held; with ZKL_CLIENT_DISPATCH the program's own
- * thread does, in zkl_client_dispatch(), when an eventfd says so. The loop
- * also makes a new session when one expired (session.c), closes dead
- * handles, declares AT_RISK holds LOST when the connection stays down too
- * long, watches holds that lasted (acq.c), and sends deletes that could
- * not reach the server (deferred.c). */
+ * (loop.c) delivers it with no lock held; with ZKL_CLIENT_DISPATCH the
+ * program's own thread does, in zkl_client_dispatch(), when an eventfd says
+ * so. Every layer posts here; this file calls none of them: a notice
+ * carries what to call. */
 #include "config.h"
 
 #include <errno.h>
@@ -24,7 +22,8 @@
 /* A state change waiting for delivery to a queue's recipe, or (q NULL) a
  * log line for the hook. */
 struct zkl__event {
-  zkl_hold_t *hold; /* or an asynchronous acquire's outcome */
+  void (*fn)(void *arg); /* or a function to run there (an async outcome) */
+  void *arg;
   zkl__queue_t *q;
   int state;
   uint64_t token;
@@ -115,15 +114,17 @@ struct zkl__event *zkl__notice_new(void) {
   return calloc(1, sizeof(struct zkl__event));
 }
 
-void zkl__post_hold(zkl_client_t *c, zkl_hold_t *h, struct zkl__event *ev) {
-  ev->hold = h;
+void zkl__post_fn(zkl_client_t *c, struct zkl__event *ev,
+                  void (*fn)(void *arg), void *arg) {
+  ev->fn = fn;
+  ev->arg = arg;
   enqueue(c, ev);
 }
 
-int zkl__events_unpost(zkl_client_t *c, zkl_hold_t *h) {
+int zkl__notice_unpost(zkl_client_t *c, const void *arg) {
   struct zkl__event **pp, *ev, *last = NULL;
   for (pp = &c->evq_head; (ev = *pp); pp = &ev->next) {
-    if (ev->hold == h) {
+    if (ev->fn && ev->arg == arg) {
       *pp = ev->next;
       if (c->evq_tail == ev)
         c->evq_tail = last;
@@ -167,7 +168,7 @@ void zkl__wait_cb_refs(zkl_client_t *c, zkl__queue_t *q) {
     pthread_cond_wait(&c->cv, &c->mu);
 }
 
-/* ---- the event thread ----------------------------------------------------- */
+/* ---- delivery -------------------------------------------------------------- */
 
 /* Whether the caller runs this client's callbacks (the event thread, or
  * a thread in zkl_client_dispatch()); under c->mu. */
@@ -176,15 +177,16 @@ int zkl__on_event_thread(zkl_client_t *c) {
          (c->dispatching && pthread_equal(pthread_self(), c->dispatch_thread));
 }
 
-static void deliver_one(zkl_client_t *c) {
+/* Under c->mu: runs the first notice, with c->mu dropped meanwhile. */
+void zkl__notice_deliver(zkl_client_t *c) {
   struct zkl__event *ev = c->evq_head;
   c->evq_head = ev->next;
   if (!c->evq_head)
     c->evq_tail = NULL;
   delivered_freed = 0;
   pthread_mutex_unlock(&c->mu);
-  if (ev->hold)
-    zkl__hold_deliver(ev->hold);
+  if (ev->fn)
+    ev->fn(ev->arg);
   else if (ev->q)
     ev->q->notify(ev->q, ev->state, ev->token);
   else
@@ -225,7 +227,7 @@ int zkl_client_dispatch(zkl_client_t *c) {
   for (ev = c->evq_head; ev; ev = ev->next)
     todo++;
   for (; n < todo && c->evq_head; n++)
-    deliver_one(c);
+    zkl__notice_deliver(c);
   if (c->evq_head)
     wake_dispatcher(c);
   c->dispatching = 0;
@@ -243,78 +245,4 @@ void zkl__events_discard(zkl_client_t *c) {
     free(ev);
   }
   c->evq_tail = NULL;
-}
-
-void *zkl__event_main(void *arg) {
-  zkl_client_t *c = arg;
-  pthread_mutex_lock(&c->mu);
-  for (;;) {
-    int64_t due = zkl__lost_deadline(c), wake = -1;
-    if (c->need_session && !c->stopping &&
-        zkl_now_ms() >= c->session_retry_at) {
-      int rc, e;
-      c->need_session = 0;
-      pthread_mutex_unlock(&c->mu);
-      rc = zkl__new_session(c);
-      e = errno;
-      pthread_mutex_lock(&c->mu);
-      /* posted, as every line logged here: the hook runs with no lock */
-      if (rc != 0) {
-        zkl__post_log(c, ZKL_LOG_ERROR, "cannot create a ZooKeeper handle: %s",
-                      strerror(e));
-        c->need_session = 1;
-        c->session_retry_at = zkl_now_ms() + 1000;
-      } else {
-        zkl__post_log(c, ZKL_LOG_INFO, "new session requested");
-      }
-      continue;
-    }
-    if (c->dead) {
-      zkl__close_dead(c);
-      continue;
-    }
-    if (c->evq_head && c->dispatch_fd < 0) {
-      deliver_one(c);
-      continue;
-    }
-    if (due && zkl_now_ms() >= due) {
-      zkl__acqs_expire_at_risk(c);
-      continue;
-    }
-    if (c->ended) {
-      zkl__runs_settle(c);
-      continue;
-    }
-    zkl__pdel_run(c);
-    if (c->stopping)
-      break;
-    if (due)
-      wake = due;
-    {
-      int64_t w = zkl__acqs_watch_due(c);
-      if (w && (wake < 0 || w < wake))
-        wake = w;
-      w = zkl__runs_timers(c);
-      if (w && (wake < 0 || w < wake))
-        wake = w;
-    }
-    if (c->pdel)
-      wake = wake < 0 ? zkl_now_ms() + 1000 : wake;
-    if (c->need_session && (wake < 0 || c->session_retry_at < wake))
-      wake = c->session_retry_at;
-    /* a run woken above may have ended, or posted a notice */
-    if (c->ended || (c->evq_head && c->dispatch_fd < 0))
-      continue;
-    if (wake < 0)
-      pthread_cond_wait(&c->cv, &c->mu);
-    else {
-      struct timespec ts;
-      zkl__deadline_ts(wake, &ts);
-      c->ev_wake_at = wake;
-      pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-      c->ev_wake_at = 0;
-    }
-  }
-  pthread_mutex_unlock(&c->mu);
-  return NULL;
 }

@@ -1,12 +1,14 @@
-/* zkcall.c: every ZooKeeper request the library sends.
+/* call.c: the record of one ZooKeeper request (zkl__call_t) and the
+ * completions that fill it in.
  *
  * Every request is asynchronous; its completion (on the ZooKeeper completion
- * thread) stores the answer in a zkl__call_t under c->mu, then signals the
- * waiter's condition variable, or runs the call's own completion function
- * (the background work of acq.c and deferred.c, which no thread waits
- * for). Nothing here blocks, so completions never stall the completion
- * thread, and a thread may send several requests before waiting: the
- * session's FIFO order pipelines them in one round trip. */
+ * thread) stores the answer in its zkl__call_t under c->mu, then signals the
+ * waiter's condition variable, or runs the call's own function (a step of
+ * the engine, or background work that no thread waits for). Nothing here
+ * blocks, so completions never stall the completion thread, and a thread
+ * may send several requests before waiting: the session's FIFO order
+ * pipelines them in one round trip. The requests themselves are sent by
+ * request.c (one at a time) and batch.c (writes grouped in a transaction). */
 #include "config.h"
 
 #include <stdlib.h>
@@ -69,7 +71,7 @@ void zkl__call_batch(zkl__call_t **calls, int n, int *left) {
 /* Counts the request. When the client refused it outright no completion
  * will come: a waited-for call is done now; a call with a function is
  * left to the caller, which may hold c->mu. */
-static int issued(zkl__call_t *call, int rc) {
+int zkl__issued(zkl__call_t *call, int rc) {
   zkl_client_t *c = call->c;
   atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
   if (rc != ZOK && !call->fn) {
@@ -122,7 +124,7 @@ void zkl__on_children(int rc, const struct String_vector *v,
   pthread_mutex_unlock(&c->mu);
 }
 
-static void on_data(int rc, const char *value, int len,
+void zkl__on_data(int rc, const char *value, int len,
                     const struct Stat *stat, const void *data) {
   zkl__call_t *call = (zkl__call_t *)data;
   zkl_client_t *c = call->c;
@@ -148,7 +150,7 @@ static void on_data(int rc, const char *value, int len,
   pthread_mutex_unlock(&c->mu);
 }
 
-static void on_stat(int rc, const struct Stat *stat, const void *data) {
+void zkl__on_stat(int rc, const struct Stat *stat, const void *data) {
   zkl__call_t *call = (zkl__call_t *)data;
   zkl_client_t *c = call->c;
   pthread_mutex_lock(&c->mu);
@@ -168,90 +170,6 @@ void zkl__on_void(int rc, const void *data) {
   pthread_mutex_unlock(&c->mu);
 }
 
-static void on_sync(int rc, const char *value, const void *data) {
-  (void)value;
-  zkl__on_void(rc, data);
-}
-
-int zkl__create(zkl__call_t *call, zkl__session_t *s, const char *path,
-                const char *data, int len, int flags) {
-  if (!(flags & ZOO_CONTAINER)) /* see batch.c */
-    return issued(call, zkl__batch_create(call, s, path, data, len, flags));
-  return issued(call, zoo_acreate2(s->zh, path, data, len, call->c->acl,
-                                   flags, zkl__on_create, call));
-}
-
-int zkl__create_dir(zkl__call_t *call, zkl__session_t *s, const char *path,
-                    const char *data, int len, int persistent) {
-  return issued(call, zoo_acreate2(s->zh, path, data, len, call->c->acl,
-                                   persistent ? 0 : ZOO_CONTAINER,
-                                   zkl__on_create, call));
-}
-
-int zkl__children(zkl__call_t *call, zkl__session_t *s, const char *path) {
-  return issued(call,
-                zoo_aget_children2(s->zh, path, 0, zkl__on_children, call));
-}
-
-int zkl__children_after(zkl__call_t *call, zkl__session_t *s,
-                        const char *path, zkl__call_t *create) {
-  return issued(call, zkl__batch_list(call, s, path, create));
-}
-
-int zkl__get(zkl__call_t *call, zkl__session_t *s, const char *path,
-             int watch) {
-  /* getData, not exists: a node already gone leaves no dangling watch. */
-  if (watch)
-    return issued(call, zoo_awget(s->zh, path, zkl__path_watcher, call->c,
-                                  on_data, call));
-  return issued(call, zoo_aget(s->zh, path, 0, on_data, call));
-}
-
-int zkl__exists(zkl__call_t *call, zkl__session_t *s, const char *path) {
-  return issued(call, zoo_aexists(s->zh, path, 0, on_stat, call));
-}
-
-int zkl__exists_watch(zkl__call_t *call, zkl__session_t *s,
-                      const char *path) {
-  return issued(call, zoo_awexists(s->zh, path, zkl__path_watcher, call->c,
-                                   on_stat, call));
-}
-
-int zkl__delete(zkl__call_t *call, zkl__session_t *s, const char *path) {
-  return issued(call, zkl__batch_delete(call, s, path));
-}
-
-int zkl__delete_with_parent(zkl__call_t *call, zkl__call_t *pcall,
-                            zkl__session_t *s, const char *path,
-                            const char *dir) {
-  int rc = zkl__batch_delete_pair(call, pcall, s, path, dir);
-  issued(pcall, rc);
-  return issued(call, rc);
-}
-
-int zkl__set(zkl__call_t *call, zkl__session_t *s, const char *path,
-             const char *data, int len, int version) {
-  return issued(call,
-                zoo_aset(s->zh, path, data, len, version, on_stat, call));
-}
-
-static void on_stat_ignored(int rc, const struct Stat *stat,
-                            const void *data) {
-  (void)rc, (void)stat, (void)data;
-}
-
-void zkl__set_nowait(zkl__session_t *s, const char *path, const char *data,
-                     int len, int version) {
-  zkl_client_t *c = s->c;
-  atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
-  /* the C client copies path and data into its request at once */
-  (void)zoo_aset(s->zh, path, data, len, version, on_stat_ignored, NULL);
-}
-
-int zkl__sync(zkl__call_t *call, zkl__session_t *s, const char *path) {
-  return issued(call, zoo_async(s->zh, path, on_sync, call));
-}
-
 /* Debian's 3.8.0 zoo_amulti checks the handle's state op by op, and once
  * one op fails the check (session expired, credentials refused), each later
  * op frees the path left in a stack slot by the op before: one of the
@@ -266,12 +184,6 @@ int zkl__zoo_amulti(zhandle_t *zh, int n, const zoo_op_t *ops,
   if (zoo_state(zh) < 0) /* ZOO_EXPIRED_SESSION_STATE, ZOO_AUTH_FAILED_STATE */
     return ZINVALIDSTATE;
   return zoo_amulti(zh, n, ops, results, fn, data);
-}
-
-int zkl__multi(zkl__call_t *call, zkl__session_t *s, int n,
-               const zoo_op_t *ops, zoo_op_result_t *results) {
-  return issued(call,
-                zkl__zoo_amulti(s->zh, n, ops, results, zkl__on_void, call));
 }
 
 void zkl__call_wait(zkl__call_t **calls, int n) {

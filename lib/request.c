@@ -1,0 +1,101 @@
+/* request.c: every request the engine and the recipes send to ZooKeeper,
+ * one function each. Writes that may share a transaction go through group
+ * commit (batch.c); the rest go straight to the C client. Each answer
+ * comes back through call.c's completions. A watch is given the client's
+ * watcher (c->watcher), wired by client.c. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static void on_sync(int rc, const char *value, const void *data) {
+  (void)value;
+  zkl__on_void(rc, data);
+}
+
+int zkl__create(zkl__call_t *call, zkl__session_t *s, const char *path,
+                const char *data, int len, int flags) {
+  if (!(flags & ZOO_CONTAINER)) /* see batch.c */
+    return zkl__issued(call, zkl__batch_create(call, s, path, data, len, flags));
+  return zkl__issued(call, zoo_acreate2(s->zh, path, data, len, call->c->acl,
+                                   flags, zkl__on_create, call));
+}
+
+int zkl__create_dir(zkl__call_t *call, zkl__session_t *s, const char *path,
+                    const char *data, int len, int persistent) {
+  return zkl__issued(call, zoo_acreate2(s->zh, path, data, len, call->c->acl,
+                                   persistent ? 0 : ZOO_CONTAINER,
+                                   zkl__on_create, call));
+}
+
+int zkl__children(zkl__call_t *call, zkl__session_t *s, const char *path) {
+  return zkl__issued(call,
+                zoo_aget_children2(s->zh, path, 0, zkl__on_children, call));
+}
+
+int zkl__children_after(zkl__call_t *call, zkl__session_t *s,
+                        const char *path, zkl__call_t *create) {
+  return zkl__issued(call, zkl__batch_list(call, s, path, create));
+}
+
+int zkl__get(zkl__call_t *call, zkl__session_t *s, const char *path,
+             int watch) {
+  /* getData, not exists: a node already gone leaves no dangling watch. */
+  if (watch)
+    return zkl__issued(call, zoo_awget(s->zh, path, call->c->watcher, call->c,
+                                  zkl__on_data, call));
+  return zkl__issued(call, zoo_aget(s->zh, path, 0, zkl__on_data, call));
+}
+
+int zkl__exists(zkl__call_t *call, zkl__session_t *s, const char *path) {
+  return zkl__issued(call, zoo_aexists(s->zh, path, 0, zkl__on_stat, call));
+}
+
+int zkl__exists_watch(zkl__call_t *call, zkl__session_t *s,
+                      const char *path) {
+  return zkl__issued(call, zoo_awexists(s->zh, path, call->c->watcher, call->c,
+                                   zkl__on_stat, call));
+}
+
+int zkl__delete(zkl__call_t *call, zkl__session_t *s, const char *path) {
+  return zkl__issued(call, zkl__batch_delete(call, s, path));
+}
+
+int zkl__delete_with_parent(zkl__call_t *call, zkl__call_t *pcall,
+                            zkl__session_t *s, const char *path,
+                            const char *dir) {
+  int rc = zkl__batch_delete_pair(call, pcall, s, path, dir);
+  zkl__issued(pcall, rc);
+  return zkl__issued(call, rc);
+}
+
+int zkl__set(zkl__call_t *call, zkl__session_t *s, const char *path,
+             const char *data, int len, int version) {
+  return zkl__issued(call,
+                zoo_aset(s->zh, path, data, len, version, zkl__on_stat, call));
+}
+
+static void on_stat_ignored(int rc, const struct Stat *stat,
+                            const void *data) {
+  (void)rc, (void)stat, (void)data;
+}
+
+void zkl__set_nowait(zkl__session_t *s, const char *path, const char *data,
+                     int len, int version) {
+  zkl_client_t *c = s->c;
+  atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
+  /* the C client copies path and data into its request at once */
+  (void)zoo_aset(s->zh, path, data, len, version, on_stat_ignored, NULL);
+}
+
+int zkl__sync(zkl__call_t *call, zkl__session_t *s, const char *path) {
+  return zkl__issued(call, zoo_async(s->zh, path, on_sync, call));
+}
+
+int zkl__multi(zkl__call_t *call, zkl__session_t *s, int n,
+               const zoo_op_t *ops, zoo_op_result_t *results) {
+  return zkl__issued(call,
+                zkl__zoo_amulti(s->zh, n, ops, results, zkl__on_void, call));
+}
