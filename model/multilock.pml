@@ -1,6 +1,6 @@
 /* multilock.pml: the multi-lock's rule that keeps it out of wait cycles
  * with lockers that hold one lock while they wait for another
- * (lib/multilock.c: enqueue, wait_all, someone_behind, still_held,
+ * (lib/recipes/multilock.c: enqueue, wait_all, someone_behind, still_held,
  * back_off), checked with spin. model/README.md ("The multi-lock") says
  * what is modelled and what is left out; scripts/model.sh runs the checks.
  *

@@ -8,7 +8,8 @@
 # is read from the built objects with nm, so it sees what the compiler saw,
 # macros included. Then it looks for circles. It also lists functions of
 # lib/ over 60 lines (from the line that opens the body's signature to the
-# closing brace at column 0) and .c files over 800 lines.
+# closing brace at column 0) and .c files over 800 lines, and checks that
+# no arrow goes up a layer (lib/base < zk < engine < recipes).
 #
 # Exits 0 when there is no circle and nothing is over size, 1 otherwise.
 # Needs a configured, built tree: bash scripts/build.sh build/normal.
@@ -18,6 +19,9 @@ build=${1:-$top/build/normal}
 [ -d "$build/lib" ] || { echo "no $build/lib: build first" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# The layers of lib/, bottom first (internal.h includes their headers in
+# this order): a file may name what its own layer or a lower one defines.
+declare -A layer_of=([base]=1 [zk]=2 [engine]=3 [recipes]=4)
 
 # One object per source file of the internal library (every file of lib/).
 find "$build/lib" -name 'libzklock_internal_la-*.o' ! -path '*/.libs/*' | sort >"$tmp/objs"
@@ -26,7 +30,11 @@ while read -r o; do
   f=$(basename "$o" .o)
   f=${f#libzklock_internal_la-}.c
   # an object left from a file since removed or renamed is not lib/ now
-  [ -n "$(find "$top/lib" -name "$f")" ] || continue
+  src=$(find "$top/lib" -name "$f" | head -1)
+  [ -n "$src" ] || continue
+  # its layer: the folder under lib/, numbered from the bottom
+  d=$(basename "$(dirname "$src")")
+  echo "$f ${layer_of[$d]:-0} $d" >>"$tmp/layers"
   nm "$o" | awk -v f="$f" '$2 ~ /^[TDBR]$/ {print $3, f}' >>"$tmp/defs"
   nm "$o" | awk -v f="$f" '$1 == "U" {print $2, f}' >>"$tmp/uses"
 done <"$tmp/objs"
@@ -39,9 +47,17 @@ awk 'NR == FNR {def[$1] = $2; next}
 echo "== $(wc -l <"$tmp/edges") arrows between files (caller callee symbols)"
 cat "$tmp/edges"
 
+status=0
+# Upward arrows: a lower layer naming a higher one.
+echo "== arrows up a layer (should be none)"
+if ! awk 'NR == FNR {layer[$1] = $2; dir[$1] = $3; next}
+  layer[$1] < layer[$2] {print "  " dir[$1] "/" $1 " -> " dir[$2] "/" $2; bad = 1}
+  END {if (!bad) print "none"; exit bad}' "$tmp/layers" "$tmp/edges"; then
+  status=1
+fi
+
 # Circles: the strongly connected components of more than one file, from
 # the transitive closure (a few dozen files: Floyd-Warshall is plenty).
-status=0
 echo "== circles (files that reach each other through calls)"
 if ! awk '{f[$1]; f[$2]; r[$1, $2] = 1}
   END {

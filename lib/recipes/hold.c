@@ -1,4 +1,4 @@
-/* async.c: acquisitions nobody waits for, and the holds they grant.
+/* hold.c: acquisitions nobody waits for, and the holds they grant.
  *
  * zkl_mutex_lock_async() and its siblings start a run of the queue
  * engine (queue.c) with no thread behind it; when the run ends, the event

@@ -1,0 +1,260 @@
+/* base.h: the bottom layer (lib/base/): no ZooKeeper request is sent
+ * from here. Names and guids, node-data headers and the policy that reads
+ * a listing (pure, unit-tested and fuzzed), the process-wide table of
+ * holds by thread, the client object every layer works under, and its
+ * queue of notices, which every layer posts to and which calls nobody
+ * back by name. Included by internal.h only. */
+
+/* Sequence numbers are printed by the server as %010d: 10 characters. */
+#define ZKL__SEQ_LEN 10
+#define ZKL__GUID_LEN 32
+/* The end of every multi-lock node's guid: letters no hex guid (ours,
+ * Curator's, kazoo's) has, so a listing tells the nodes of multi-locks,
+ * which never hold one lock while they wait for another (multilock.c),
+ * from those of everyone else. */
+#define ZKL__ML_TAG "xmlk"
+#define ZKL__ML_TAG_LEN 4
+
+/* ---- policy.c: queue order from a listing's names ----------------------- */
+ZKL__HIDDEN int zkl__seq_parse(const char *node, const char *marker,
+                               int32_t *seq);
+ZKL__HIDDEN int zkl__seq_before(int32_t a, int32_t b);
+
+/* Kinds of contender node: exclusive ones conflict with every node,
+ * shared ones only with exclusive ones. LOWERS: its client may later
+ * create a node that sorts below later contenders (zkl__may_insert_below). */
+enum {
+  ZKL__KIND_EXCL = 1,
+  ZKL__KIND_SHARED = 2,
+  ZKL__KIND_LOWERS = 4,
+  ZKL__KIND_LEASE = 8 /* a semaphore's: counted against its limit */
+};
+/* Whether `node` ends in a sequence, as every contender's name does,
+ * whatever library made it: its sequence, and its kind by the marker
+ * before it (an unknown marker: exclusive). */
+ZKL__HIDDEN int zkl__name_parse(const char *node, int32_t *seq, int *kind);
+
+/* Whether a queue's child `node` was made by someone else than a zklock
+ * object of the queue's own flavour (markers `marker` and, if not NULL,
+ * `marker_shared`): another library (Curator's "_c_<uuid>-lock-<seq>",
+ * "__READ__<seq>"; kazoo's "__lock__" in a queue of zklock's default
+ * naming), another zklock recipe, or anything planted. Names only: no
+ * read. */
+ZKL__HIDDEN int zkl__name_foreign(const char *node, const char *marker,
+                                  const char *marker_shared);
+
+/* One contender of a listing: its sequence, kind and (borrowed) name. */
+typedef struct zkl__entry {
+  int32_t seq;
+  int kind;
+  const char *name;
+} zkl__entry_t;
+/* The contenders among `names` (zkl__name_parse), in listing order.
+ * *out (free()) borrows the names. Returns the count, or -1 when out of
+ * memory. */
+ZKL__HIDDEN int zkl__contenders(char *const *names, int n, zkl__entry_t **out);
+ZKL__HIDDEN int zkl__may_insert_below(const zkl__entry_t *e, int n, int me,
+                                      const unsigned char *skip);
+/* What e[me] does next: hold when `before` (contenders before it that
+ * conflict with it, skip[i] set left out) is 0; else watch the entries
+ * watch[0..nwatch), the nearest first. `handoff`: the deletion of all of
+ * them (of any one of them, with `any`) alone proves we hold, with no
+ * new listing. `downgrade_ok`: so does watch[0]'s data marked "mode=read".
+ * `relist_on_change`: a change to watch[0]'s data, or its mark
+ * "state=held", means look at the queue again; `poll`: so does a long
+ * quiet wait (ZKL__POLL_MS). `limit`: the semaphore's number of leases,
+ * for an e[me] of kind LEASE (0: not a semaphore). */
+#define ZKL__WATCH_MAX 32
+#define ZKL__POLL_MS 5000
+/* How long a blocking acquire that must end (deadline, cancel) waits for
+ * an answer already on its way before it leaves the run to end in the
+ * background: a round trip on any link that works. */
+#define ZKL__GIVE_UP_MS 1000
+typedef struct zkl__plan {
+  int before;
+  int nwatch;
+  int watch[ZKL__WATCH_MAX];
+  int handoff;
+  int any;
+  int downgrade_ok;
+  int relist_on_change;
+  int poll;
+} zkl__plan_t;
+ZKL__HIDDEN void zkl__decide(const zkl__entry_t *e, int n, int me,
+                             const unsigned char *skip, int limit,
+                             zkl__plan_t *p);
+ZKL__HIDDEN int zkl__dir_limit(const char *d, size_t len);
+/* The N a lease's name carries (<guid>-n<N>-lease-<seq>), or 0. */
+ZKL__HIDDEN int zkl__lease_limit(const char *node);
+/* For e[me], a lease of a semaphore of `limit` leases: the nearest lease
+ * before it (skip[i] set left out) whose name carries another N, or -1;
+ * *agree gets how many before it carry `limit`. Leases whose names carry
+ * no N count as neither. */
+ZKL__HIDDEN int zkl__lease_disagrees(const zkl__entry_t *e, int n, int me,
+                                     const unsigned char *skip, int limit,
+                                     int *agree);
+/* Whether node data d carries the status line `mark` in its header. */
+ZKL__HIDDEN int zkl__data_mark(const char *d, size_t len, const char *mark);
+/* Whether any entry (skip[i] set left out) comes after e[me]. */
+ZKL__HIDDEN int zkl__any_after(const zkl__entry_t *e, int n, int me,
+                               const unsigned char *skip);
+/* The number of entries before e[me] in queue order (0: e[me] holds),
+ * leaving out those with skip[i] set (skip may be NULL); *pred (may be
+ * NULL) gets the index of the nearest of them, the one to watch, or -1. */
+ZKL__HIDDEN int zkl__place(const zkl__entry_t *e, int n, int me,
+                           const unsigned char *skip, int *pred);
+
+/* ---- util.c -------------------------------------------------------------- */
+ZKL__HIDDEN int zkl__valid_name(const char *name);
+ZKL__HIDDEN int zkl__valid_root(const char *root);
+ZKL__HIDDEN int zkl__guid(char out[ZKL__GUID_LEN + 1]);
+/* A process-unique id for the calling thread, cheap enough for the
+ * reentrant fast path (pthread_t cannot be compared atomically); never 0,
+ * which means "nobody". */
+extern __thread uint64_t zkl__tid
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+ZKL__HIDDEN uint64_t zkl__tid_assign(void);
+static inline uint64_t zkl__self_tid(void) {
+  uint64_t t = zkl__tid;
+  return t ? t : zkl__tid_assign();
+}
+ZKL__HIDDEN char *zkl__strdup(const char *s);
+ZKL__HIDDEN char *zkl__join(const char *a, const char *b);
+/* "dir/name", malloc()ed; NULL when out of memory. */
+ZKL__HIDDEN char *zkl__child(const char *dir, const char *name);
+ZKL__HIDDEN int zkl__node_data(const char *id, const void *user, size_t len,
+                               char **out, size_t *out_len);
+ZKL__HIDDEN void zkl__deadline_ts(int64_t deadline_ms, struct timespec *ts);
+ZKL__HIDDEN int zkl__cond_init(pthread_cond_t *cv);
+
+/* Registry of live handles, so that double destroy is detected instead of
+ * touching freed memory. */
+ZKL__HIDDEN int zkl__handle_add(const void *h);
+ZKL__HIDDEN int zkl__handle_remove(const void *h);
+ZKL__HIDDEN int zkl__handle_live(const void *h);
+
+/* Watched paths, by hash, in each client's table of them (acq.c). */
+#define ZKL__WTAB 4096
+
+/* What a session's change means, told to the client's listener. */
+enum zkl__sess_news {
+  ZKL__SESS_CONNECTED,
+  ZKL__SESS_DISCONNECTED,
+  ZKL__SESS_EXPIRED,
+  ZKL__SESS_KICK /* something a waiting acquire may need changed */
+};
+
+struct zkl_client {
+  pthread_mutex_t mu;
+  /* Hooks wired by client.c, so that the lower layers never name the
+   * upper ones: the listener of session changes (acq.c's), and the
+   * watcher given to every watch the library sets (acq.c's). */
+  void (*on_session)(zkl_client_t *c, zkl__session_t *s,
+                     enum zkl__sess_news what);
+  watcher_fn watcher;
+  unsigned fork_gen; /* zkl__fork_gen when created: see zkl__forked() */
+  pthread_cond_t cv; /* state changes, new session, event queue, refs */
+  char *hosts;
+  int timeout_req;
+  int timeout_neg;
+  char *auth_scheme; /* NULL: no authentication */
+  char *auth;
+  int auth_failed;   /* the ensemble rejected the credentials: final */
+  const struct ACL_vector *acl; /* of every node we create */
+  struct ACL acl_entries[2];    /* acl's storage for ZKL_ACL_CREATOR */
+  struct ACL_vector acl_vec;
+  zkl_log_fn log_fn;
+  void *log_ctx;
+  int log_level;
+
+  zkl__session_t *sess;
+  int state;               /* zkl_client_state_t */
+  uint64_t conn_epoch;     /* bumped on every CONNECTED event */
+  int64_t disconnected_at; /* zkl_now_ms() of the last disconnect, 0 when up */
+  _Atomic uint64_t requests;
+  _Atomic int64_t session_id;
+  _Atomic int pub_state;
+  uint64_t next_id;
+
+  zkl__acq_t *acqs;
+  int nqueues;
+  zkl__went_t *wtab[ZKL__WTAB]; /* watched paths, by hash */
+  uint64_t evseq;
+
+  pthread_t ev_thread;
+  int ev_running;
+  /* ZKL_CLIENT_DISPATCH: the eventfd readable while notices wait, or -1;
+   * the thread in zkl_client_dispatch(), if any (under c->mu). */
+  int dispatch_fd;
+  int dispatching;
+  pthread_t dispatch_thread;
+  /* When the sleeping event thread wakes by itself (0: it is awake or
+   * sleeps with no deadline); lets a new hold skip waking it. */
+  int64_t ev_wake_at;
+  int64_t watch_next; /* no hold's watch_due is earlier (0: none) */
+  int stopping;
+  int need_session;
+  int64_t session_retry_at; /* after a handle could not be made */
+  struct zkl__event *evq_head, *evq_tail;
+  /* Asynchronous acquisitions: runs ended, for the event thread to
+   * settle; when the earliest parked one is next due (0: none). */
+  zkl__acq_t *ended;
+  int64_t timer_due;
+  struct zkl__pdel *pdel;
+  zkl__session_t *dead;
+  /* Revokers waiting for a node to go (revoke.c), and the node events
+   * seen meanwhile: each one broadcasts c->cv. */
+  int node_waiters;
+  uint64_t node_events;
+};
+
+ZKL__HIDDEN void zkl__log(zkl_client_t *c, int level, const char *fmt, ...)
+    ZKL__PRINTF(3, 4);
+/* The same from under c->mu: delivered by the event thread. */
+ZKL__HIDDEN void zkl__post_log(zkl_client_t *c, int level, const char *fmt,
+                               ...) ZKL__PRINTF(3, 4);
+
+ZKL__HIDDEN void zkl__post_state(zkl_client_t *c, zkl__acq_t *a, int state);
+ZKL__HIDDEN void zkl__wait_cb_refs(zkl_client_t *c, zkl__queue_t *q);
+ZKL__HIDDEN int zkl__on_event_thread(zkl_client_t *c);
+
+/* A notice that runs fn(arg) on the callback thread, with no lock held.
+ * It is allocated ahead (an outcome must never be lost for want of
+ * memory: free() it if never posted); posted under c->mu; taken back
+ * before delivery by unpost (1 if it was still queued). */
+ZKL__HIDDEN struct zkl__event *zkl__notice_new(void);
+ZKL__HIDDEN void zkl__post_fn(zkl_client_t *c, struct zkl__event *ev,
+                              void (*fn)(void *arg), void *arg);
+ZKL__HIDDEN int zkl__notice_unpost(zkl_client_t *c, const void *arg);
+/* notice.c: under c->mu, run the first notice (c->mu dropped meanwhile);
+ * the notices left at teardown. loop.c: the event thread's body. */
+ZKL__HIDDEN void zkl__notice_deliver(zkl_client_t *c);
+ZKL__HIDDEN void zkl__events_discard(zkl_client_t *c);
+/* Whether node data d carries a revocation request: a "revoke=" line in
+ * zklock's header, or Apache Curator's "__REVOKE__" (policy.c). */
+ZKL__HIDDEN int zkl__revoke_asked(const char *d, size_t len);
+/* Whether node data d is what we wrote to our node (zkl__node_data with
+ * this pid, id and user data), give or take what others may add: revokers'
+ * requests, or Curator's "__REVOKE__" over it all. `marks`: the status
+ * lines we added or are adding (ZKL__MARK_*); any other line, or one of
+ * ours changed or taken out, is someone else's doing (policy.c). */
+enum { ZKL__MARK_READ = 1, ZKL__MARK_HELD = 2 };
+ZKL__HIDDEN int zkl__data_intact(const char *d, size_t len, long pid,
+                                 const char *id, const void *user,
+                                 size_t ulen, unsigned marks);
+/* fork(): objects made before a fork are unusable in the child. Bumped in
+ * the child by a pthread_atfork() handler; an object remembers the value
+ * it was created under. One relaxed load, for the reentrant fast path. */
+extern _Atomic unsigned zkl__fork_gen
+    __attribute__((visibility("hidden")));
+ZKL__HIDDEN void zkl__fork_watch(void);
+static inline int zkl__forked(unsigned gen) {
+  return atomic_load_explicit(&zkl__fork_gen, memory_order_relaxed) != gen;
+}
+
+/* ---- held.c: holds by thread, across the process ------------------------ */
+/* Whether thread tid holds the lock of q (same directory, same ensemble)
+ * through another object than q's. */
+ZKL__HIDDEN int zkl__held_elsewhere(const zkl__queue_t *q, uint64_t tid);
+ZKL__HIDDEN void zkl__held_add(const zkl__queue_t *q, uint64_t tid);
+ZKL__HIDDEN void zkl__held_remove(const zkl__queue_t *q, uint64_t tid);

@@ -1,0 +1,292 @@
+/* engine.h: the queue engine (lib/engine/): acquisitions and the state
+ * of holds (acq.c), the queue protocol as a machine of steps (queue.c),
+ * guarded writes (guard.c), reading a queue (inspect.c), and on top the
+ * client's event thread (loop.c). It calls zk/ and base/; recipes reach it
+ * by name, it never reaches them. Included by internal.h only. */
+
+/* A path an acquisition watches, in the client's table of them (acq.c):
+ * a watch event finds its acquisitions without walking them all. `idx`:
+ * the wait set's index, or -1 for the acquisition's own node. Embedded
+ * in what owns the path, so registering never fails. */
+struct zkl__went {
+  const char *path; /* NULL: not registered */
+  zkl__acq_t *a;
+  int idx;
+  struct zkl__went *next;
+};
+
+/* Queue flags (internal; bit 0 is ZKL_MUTEX_NO_NODE_WATCH's on purpose). */
+enum {
+  ZKL__Q_NO_NODE_WATCH = 1 << 0,      /* no watch on our own node */
+  ZKL__Q_LOSE_ON_DISCONNECT = 1 << 1, /* a disconnect ends the hold */
+  ZKL__Q_VERIFY_OWNER = 1 << 2,       /* confirm ephemeralOwner at the head */
+  /* kazoo's naming: kazoo checks a lock's parent once per Lock object and
+   * never makes it again, so ours is a persistent node (as kazoo makes
+   * it), never deleted by us, nor swept by the server as a container */
+  ZKL__Q_KEEP_DIR = 1 << 3
+};
+
+/* A queue: the ZooKeeper directory <root>/<name> and how we join it.
+ * The mutex (and later recipes) embed one; the engine in queue.c runs it. */
+struct zkl__queue {
+  zkl_client_t *c;
+  char *dir;          /* "<root>/<name>" */
+  char *prefix;       /* "<dir>/" : guid and marker follow */
+  const char *marker; /* "-lock-", "-elect-", "__WRIT__": exclusive nodes */
+  const char *marker_shared; /* "__READ__": shared nodes, or NULL */
+  int limit;          /* a semaphore's leases (marker "-lease-"), or 0 */
+  char *dir_data;     /* what <dir>'s data must say ("max=N"), or NULL */
+  int64_t dir_czxid;  /* the <dir> found to say it, or 0 (under c->mu) */
+  int32_t dir_version; /* at that data version: a rewrite changes it */
+  /* <dir>, as this object knows it (under c->mu): seen (a create in it
+   * went through, so joins need not make it first); the incarnation this
+   * object made as a container, or 0; and whether the last look at the
+   * queue found our node alone in that one: then it is this object's to
+   * delete at close, where the server would only reap it a minute later
+   * (at a bounded rate), and per-key locks would pile parents up; and
+   * whether this object released a hold already (queue.c remove_node);
+   * and whether any listing of it showed a node of another library (or
+   * recipe, or flavour: zkl__name_foreign): then never ours to delete,
+   * for that library may rely on it staying (kazoo checks it once per
+   * Lock object), even when this object made it. */
+  int dir_seen;
+  int64_t dir_made;
+  int dir_alone;
+  int dir_kept;
+  int dir_peer;
+  char *id;           /* election candidate id, or NULL */
+  void *user_data;    /* caller data stored in each node */
+  size_t user_len;
+  unsigned flags;     /* ZKL__Q_* */
+  uint64_t cancel_gen;
+  /* Names of children found not ephemeral: planted, never going away by
+   * themselves, so nobody waits behind them (under c->mu). */
+  char **ignored;
+  int nignored;
+  int closed;         /* acquires stop at once (under c->mu) */
+  int users;          /* threads inside an acquire/release (under c->mu) */
+  int cb_refs;        /* state events queued, not yet delivered */
+  int async;          /* async acquisitions pending or holds granted */
+  int async_refs;     /* zkl_hold_t objects alive (under c->mu) */
+  /* Delivers a state change to the recipe; runs on the event thread. */
+  void (*notify)(zkl__queue_t *q, int state, uint64_t token);
+};
+
+/* What became of a watched node: deleted; changed (read it again); to be
+ * read. */
+enum { ZKL__W_GONE = 1, ZKL__W_CHANGED = 2, ZKL__W_READ = 4 };
+
+enum { ZKL__OWN_NONE = 0, ZKL__OWN_PENDING = 1, ZKL__OWN_OK = 2 };
+
+/* One thread's place in one queue, from enqueue to final release. */
+struct zkl__acq {
+  uint64_t id;           /* unique; completions find acqs by it */
+  zkl__queue_t *q;
+  zkl__session_t *sess;  /* session owning our node (ref held), or NULL */
+  char guid[ZKL__GUID_LEN + 1];
+  char *path;            /* our node, NULL until created */
+  int64_t czxid;
+  int32_t seq;
+  _Atomic int state;     /* ZKL_STATE_*; NONE while waiting */
+  unsigned depth;        /* owner thread only (or under c->mu) */
+  uint64_t tid;          /* thread that holds or acquires */
+  int64_t watch_due;     /* when to watch our node (0: not wanted/sent) */
+  zkl__acq_t *hnext;     /* recipe's list of holds (under c->mu) */
+  /* The watch on our own node (ZKL__OWN_*, under c->mu). OK: its read
+   * showed the node ours (our czxid, our session as owner), so any later
+   * change to it reaches zkl__path_watcher before any later reply. */
+  int own_watch;
+  int shared;            /* our node is of the queue's shared kind */
+  unsigned rdepth;       /* read holds of a read-write lock (owner thread) */
+  /* Waiting: the nodes watched, and what became of each (ZKL__W_*),
+   * under c->mu. */
+  char **watch;
+  unsigned char *wflags;
+  int nwatch;
+  int session_lost;
+  int revoked; /* our waiting node was deleted or replaced by someone */
+  /* A guarded transaction that deletes our node is on its way: the watch
+   * event of that delete is no loss (under c->mu). */
+  int self_delete;
+  /* Someone asked for this hold back (a "revoke=" line in our node's
+   * data, read by the own-node watch): the hold's state is then
+   * REVOKE_REQUESTED instead of HELD, and its loss ZKL_EREVOKED (under
+   * c->mu). */
+  int revoke_asked;
+  /* Our node's data (under c->mu): the status lines we wrote or are
+   * writing (ZKL__MARK_*); its version as last found intact, which a
+   * guarded write checks; and whether a waiting node was found rewritten
+   * by someone else (the wait then ends, ZKL_EREVOKED). */
+  unsigned marks;
+  int32_t dversion;
+  int tainted;
+  int waited; /* a multi-lock member's run waited before it granted */
+  struct zkl__run *run;  /* while acquiring: the protocol's machine (queue.c) */
+  /* Set by the run (queue.c) while it acquires: something it may wait
+   * for happened (a watched node, the connection, a cancel). acq.c and
+   * the watcher call it, under c->mu, and know nothing of the run. */
+  void (*wake)(zkl__acq_t *a);
+  zkl__went_t own_went;  /* path: our node's, while we know it */
+  uint64_t evseq;        /* the path watcher's last event that saw us */
+  pthread_cond_t cv;
+  zkl__acq_t *prev, *next; /* client's list of acquisitions */
+};
+
+ZKL__HIDDEN void zkl__acq_link(zkl_client_t *c, zkl__acq_t *a);
+ZKL__HIDDEN void zkl__acq_unlink(zkl_client_t *c, zkl__acq_t *a);
+ZKL__HIDDEN void zkl__set_state(zkl_client_t *c, zkl__acq_t *a, int state);
+/* A hold that lasts this long gets a watch on its own node, so that its
+ * deletion is reported as LOST at once; shorter holds learn it at release
+ * and send no extra request. */
+#define ZKL__NODE_WATCH_DELAY_MS 100
+ZKL__HIDDEN void zkl__schedule_node_watch(zkl_client_t *c, zkl__acq_t *a);
+/* acq.c: what the session's changes mean for the acquisitions on session
+ * s; the event thread's timed duties (zkl__acqs_watch_due returns when it
+ * is next due, 0: never). Under c->mu. */
+ZKL__HIDDEN void zkl__acqs_on_session(zkl_client_t *c, zkl__session_t *s,
+                                      enum zkl__sess_news what);
+ZKL__HIDDEN void zkl__acqs_expire_at_risk(zkl_client_t *c);
+ZKL__HIDDEN int64_t zkl__acqs_watch_due(zkl_client_t *c);
+/* Under c->mu: put e (path, a, idx) in the table of watched paths; take
+ * it out (nothing if it is not in). */
+ZKL__HIDDEN void zkl__went_add(zkl_client_t *c, zkl__went_t *e,
+                               const char *path, zkl__acq_t *a, int idx);
+ZKL__HIDDEN void zkl__went_del(zkl_client_t *c, zkl__went_t *e);
+/* Under c->mu: getData with a watch on a's own node (unless the queue
+ * opted out of own-node watches, then without). The answer, on the
+ * completion thread, confirms a hold (HELD) or loses it, and ends a wait
+ * whose node is gone or not ours (a->revoked). */
+ZKL__HIDDEN void zkl__watch_own(zkl_client_t *c, zkl__session_t *s,
+                                zkl__acq_t *a);
+ZKL__HIDDEN void *zkl__event_main(void *arg);
+
+/* Whether stat describes a's node: created by us (czxid) and owned by the
+ * session we created it on. A node deleted and re-created under our name
+ * by someone else fails this. */
+ZKL__HIDDEN int zkl__owns(const zkl__acq_t *a, const struct Stat *st);
+/* The same for the session s, which a->sess no longer names. */
+ZKL__HIDDEN int zkl__owns_on(const zkl__acq_t *a, const zkl__session_t *s,
+                             const struct Stat *st);
+/* What a standing hold's state is while connected: HELD, or
+ * REVOKE_REQUESTED once asked for; and what its loss is to the caller. */
+static inline int zkl__held_state(const zkl__acq_t *a) {
+  return a->revoke_asked ? ZKL_STATE_REVOKE_REQUESTED : ZKL_STATE_HELD;
+}
+static inline int zkl__lost_rc(const zkl__acq_t *a) {
+  return a->revoke_asked ? ZKL_EREVOKED : ZKL_ELOST;
+}
+/* The same for a's node (acq.c). */
+ZKL__HIDDEN int zkl__acq_data_intact(const zkl__acq_t *a, const char *d,
+                                     int len);
+/* Under c->mu: a's node, ours still, has data someone else wrote
+ * (zkl__acq_data_intact): it is deleted at once, and the hold LOST. */
+ZKL__HIDDEN void zkl__lose_rewritten(zkl_client_t *c, zkl__acq_t *a);
+/* Under c->mu: a's node is gone or not ours while it holds. */
+ZKL__HIDDEN void zkl__lose(zkl_client_t *c, zkl__acq_t *a, const char *why);
+
+/* The watcher (acq.c) that client.c gives every watch (c->watcher). */
+ZKL__HIDDEN void zkl__path_watcher(zhandle_t *zh, int type, int state,
+                                   const char *path, void *ctx);
+
+/* ---- guard.c: writes that commit only while a hold is ours ------------- */
+/* The guarded call of every recipe, on holds[0..nh) (granted, on one
+ * session, kept alive by the caller: a multi-lock checks all its nodes).
+ * Caller holds no lock. With ZKL_GUARD_RELEASE and ZKL_OK, their nodes
+ * are gone and forgotten: the recipe's release then only frees. */
+ZKL__HIDDEN int zkl__guarded(zkl__acq_t *const *holds, size_t nh,
+                             zkl_op_t *ops, size_t n, unsigned flags);
+
+/* ---- queue.c: the queue protocol ----------------------------------------- */
+
+enum { ZKL__BLOCK = 0, ZKL__TRY = 1, ZKL__TIMED = 2 };
+
+/* What a recipe's queue is made of. */
+typedef struct {
+  const char *root, *name;
+  const char *marker;        /* of exclusive nodes */
+  const char *marker_shared; /* of shared nodes, or NULL */
+  const char *id;            /* an election candidate's id, or NULL */
+  const void *data;          /* the caller's data, stored in each node */
+  size_t len;
+  unsigned flags;            /* ZKL__Q_* */
+  int limit;                 /* a semaphore's leases (its "max=N"), or 0 */
+  void (*notify)(zkl__queue_t *q, int state, uint64_t token); /* or NULL */
+} zkl__queue_spec_t;
+/* The fields every recipe fills alike; `o` is its options, maybe NULL. */
+#define ZKL__QUEUE_SPEC(root_, name_, o)                                      \
+  {.root = (root_), .name = (name_), .data = (o) ? (o)->data : NULL,        \
+   .len = (o) ? (o)->data_len : 0}
+/* A recipe's create, once its own arguments are checked: q made from spec
+ * and registered on c as `handle`. On failure q holds nothing and the
+ * caller frees only its own object. zkl__queue_close undoes it (destroy). */
+ZKL__HIDDEN int zkl__queue_open(zkl__queue_t *q, zkl_client_t *c,
+                                const zkl__queue_spec_t *spec, void *handle);
+ZKL__HIDDEN void zkl__queue_close(zkl__queue_t *q);
+/* shared: join with q->marker_shared. Blocks until the acquisition ends:
+ * *out is the hold. */
+ZKL__HIDDEN int zkl__queue_acquire(zkl__queue_t *q, int mode, int shared,
+                                   int64_t deadline_ms, zkl__acq_t **out);
+/* An acquisition that nobody waits for: under c->mu, starts it and
+ * returns (*out is the acquisition, while it runs). When it ends, the
+ * event thread calls done(hold, rc, ctx) under c->mu: hold is the
+ * granted hold, or NULL with the reason it failed (the acquisition is
+ * then gone, its node deleted). done() must not wait. */
+typedef void (*zkl__run_done_fn)(zkl__acq_t *hold, int rc, void *ctx);
+ZKL__HIDDEN int zkl__queue_start(zkl__queue_t *q, int mode, int shared,
+                                 int64_t deadline_ms, zkl__run_done_fn done,
+                                 void *ctx, zkl__acq_t **out);
+/* The same for one node of a multi-lock, made already (path, on session
+ * s, created at czxid) and listed by *ls (a getChildren answer sent right
+ * behind the create; taken over, *ls is left empty): the run starts at
+ * its look at the queue, and ends with ZKL__AGAIN where a lone run would
+ * join again. done() gets the acquisition whatever the outcome: one that
+ * failed is off the client's list with its node, if any, still there,
+ * for zkl__queue_release(). */
+#define ZKL__AGAIN (-1999)
+ZKL__HIDDEN int zkl__queue_start_member(zkl__queue_t *q, int mode,
+                                        int shared, int64_t deadline_ms,
+                                        zkl__session_t *s, const char *path,
+                                        int64_t czxid, zkl__call_t *ls,
+                                        zkl__run_done_fn done, void *ctx,
+                                        zkl__acq_t **out);
+/* Under c->mu: the started acquisition a is given up; it ends soon with
+ * ZKL_ECANCELED (done() still comes). */
+ZKL__HIDDEN void zkl__queue_abandon(zkl__acq_t *a);
+/* Under c->mu: end hold (or ended acquisition) a where nothing may wait:
+ * its node is deleted by the event thread, and a is freed. */
+ZKL__HIDDEN void zkl__queue_discard(zkl__acq_t *a);
+/* Under c->mu: forget a's node, its delete left to the event thread
+ * (an acquisition or hold given up where nothing may wait). */
+ZKL__HIDDEN void zkl__queue_drop(zkl__acq_t *a);
+/* The event thread's share, under c->mu: settle the runs that ended;
+ * wake the parked ones whose time came, returning when the next is due
+ * (0: none). */
+ZKL__HIDDEN void zkl__runs_settle(zkl_client_t *c);
+ZKL__HIDDEN int64_t zkl__runs_timers(zkl_client_t *c);
+/* judge: when the delete cannot reach the server, wait for the session's
+ * fate and report ZKL_ELOST unless it reconnects (a mutex's unlock). */
+ZKL__HIDDEN int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a, int judge);
+ZKL__HIDDEN void zkl__queue_cancel(zkl__queue_t *q);
+/* Turns a's exclusive hold into a shared one, keeping its node (and so
+ * its place and token): the node's data gains "mode=read", which lets in
+ * the shared contenders whose only conflict it was. Caller holds no lock.
+ * ZKL_OK (also when the write cannot reach the ensemble: we then keep the
+ * node exclusive, which is safe, until released), ZKL_ELOST, ZKL_ENOMEM. */
+ZKL__HIDDEN int zkl__queue_downgrade(zkl__queue_t *q, zkl__acq_t *a);
+/* One read: is a's node still there and ours? ZKL_OK, ZKL_ELOST (a is
+ * then LOST), or a ZooKeeper code when it cannot tell. Caller holds no
+ * lock; a must stay alive meanwhile. */
+ZKL__HIDDEN int zkl__queue_verify(zkl__queue_t *q, zkl__acq_t *a);
+/* Copies a's node path into buf (a recipe's node_path function): ZKL_OK,
+ * ZKL_ENOTOWNER (no hold, a NULL), ZKL_EINVAL (too small). */
+ZKL__HIDDEN int zkl__acq_path(const zkl__acq_t *a, char *buf, size_t size);
+ZKL__HIDDEN int zkl__queue_list(zkl_client_t *c, const char *dir,
+                                zkl_contender_t **out, size_t *count);
+/* Fills host, pid, thread, id and data of e from node data d (untrusted:
+ * any bytes). Returns ZKL_OK or ZKL_ENOMEM. */
+ZKL__HIDDEN int zkl__parse_node_data(zkl_contender_t *e, const char *d,
+                                     size_t len);
+/* The same after validating root and name (public list functions). */
+ZKL__HIDDEN int zkl__list_named(zkl_client_t *c, const char *root,
+                                const char *name, zkl_contender_t **out,
+                                size_t *count);

@@ -1,0 +1,44 @@
+/* recipe.c: what every recipe's object shares above the engine: the
+ * checks its create makes, and its list of per-thread holds (a mutex's or
+ * read-write lock's reentrancy: which thread holds, through which
+ * acquisition). */
+#include "config.h"
+
+#include <stddef.h>
+
+#include "internal.h"
+
+int zkl__recipe_args(zkl_client_t *c, const char *name, const char *root,
+                     const void *data, size_t len, unsigned flags,
+                     unsigned allowed) {
+  if (!c || !zkl__handle_live(c) || !zkl__valid_name(name) ||
+      !zkl__valid_root(root))
+    return ZKL_EINVAL;
+  if (zkl__forked(c->fork_gen))
+    return ZKL_EFORKED;
+  if (len > ZKL_DATA_MAX || (len && !data) || (flags & ~allowed))
+    return ZKL_EINVAL;
+  return ZKL_OK;
+}
+
+zkl__acq_t *zkl__hold_find(zkl__acq_t *list, uint64_t tid) {
+  for (; list; list = list->hnext)
+    if (list->tid == tid)
+      return list;
+  return NULL;
+}
+
+int zkl__hold_others(const zkl__acq_t *list, uint64_t tid) {
+  for (; list; list = list->hnext)
+    if (list->tid != tid)
+      return 1;
+  return 0;
+}
+
+void zkl__hold_unlink(zkl__acq_t **list, zkl__acq_t *a) {
+  for (; *list; list = &(*list)->hnext)
+    if (*list == a) {
+      *list = a->hnext;
+      return;
+    }
+}
