@@ -168,7 +168,7 @@ void zkl__wait_cb_refs(zkl_client_t *c, zkl__queue_t *q) {
     pthread_cond_wait(&c->cv, &c->mu);
 }
 
-/* ---- delivery -------------------------------------------------------------- */
+/* ---- delivery ------------------------------------------------------- */
 
 /* Whether the caller runs this client's callbacks (the event thread, or
  * a thread in zkl_client_dispatch()); under c->mu. */

@@ -290,3 +290,123 @@ ZKL__HIDDEN int zkl__parse_node_data(zkl_contender_t *e, const char *d,
 ZKL__HIDDEN int zkl__list_named(zkl_client_t *c, const char *root,
                                 const char *name, zkl_contender_t **out,
                                 size_t *count);
+
+/* ---- the machine (run.c, acquire.c, recover.c, release.c) ----------------
+ * An acquisition is a run of steps; these are shared by the files of the
+ * machine only. run.c moves it (advance, park, kick) and ends it; acquire.c
+ * is the path every acquisition takes (join, list, position, wait);
+ * recover.c the paths trouble takes (missing parents, a lost create reply,
+ * the semaphore's directory data); release.c what a hold does later.
+ *
+ * One int carries every result inside the engine: 0 is success (ZOK and
+ * ZKL_OK), ZooKeeper's codes are -1 to -999, zklock's ZKL_E* -1000 and
+ * below (ZKL__AGAIN among them), and a look's outcome below is positive. */
+enum zkl__look {
+  ZKL__RETRY = 1,  /* our node is gone with its session, or unknown */
+  ZKL__RELIST = 2, /* look at the queue again */
+  ZKL__HOLD = 3,   /* we are the head */
+  ZKL__REJOIN = 4, /* the queue's missing parents are made: join again */
+  ZKL__REVOKED = 5 /* a watch says our node is gone: ask before believing it */
+};
+
+/* Where we wait: the paths to watch and the rule of policy.c's plan. */
+typedef struct {
+  zkl__plan_t plan;
+  char *paths[ZKL__WATCH_MAX];
+} zkl__waitset_t;
+typedef struct zkl__run zkl__run_t;
+typedef void (*zkl__step_fn)(zkl__acq_t *a);
+
+/* One acquisition's run through the protocol: a machine of steps. A step
+ * runs under c->mu and never waits: it sends requests and names the step
+ * that takes their answers, or parks until something it waits for
+ * happens, or ends the run. Whoever makes progress possible moves the
+ * machine on (advance()): the last answer's completion, an event on the
+ * connection or a watched node (a->wake), or the thread that waits
+ * for the run to end, when a parked step's time comes. */
+struct zkl__run {
+  zkl__queue_t *q;
+  int mode;
+  int64_t deadline; /* -1: none */
+  uint64_t gen;     /* q->cancel_gen when we started */
+  int waited;       /* we waited for someone (a semaphore relays) */
+  int behind;       /* our last listing had contenders after us */
+  int agreed;       /* the queue's directory data matched q->dir_data */
+  int nonode;
+  int first; /* no look at the queue yet */
+  int member; /* one node of a multi-lock's: never joins again alone */
+
+  zkl__step_fn next; /* runs when nothing is in flight, not parked */
+  int inflight;     /* requests sent, not yet answered */
+  int parked;       /* waiting for an event, or for wake_at */
+  int64_t wake_at;  /* parked: when to look again unasked (-1: never) */
+  int done, outcome;
+  /* An asynchronous run ends on the event thread, which calls done() */
+  zkl__run_done_fn done_fn;
+  void *done_ctx;
+  int abandoned;           /* its caller gave up on it: end it quietly */
+  int ended;               /* on c->ended, through ended_next */
+  zkl__acq_t *ended_next;
+
+  uint64_t epoch;   /* c->conn_epoch when this look at the queue began */
+  int have_list, fresh;
+  zkl__call_t cr, ls, gd, aux, sy;
+  zkl__session_t *s;   /* joining on it (a reference), until adopted */
+  zkl__session_t *rs;  /* the session a request in flight went on (a ref) */
+  uint64_t repoch;     /* c->conn_epoch when that request went */
+  char *mk;            /* making parents: the component being made */
+  int rec_i;           /* recovering: the next listed name to look at */
+  char *rec_path;
+  int tries;           /* agreeing on the directory's data */
+  int if_mine;         /* reading our own node: what "still ours" means */
+  /* waiting for a usable connection: then() gets the verdict */
+  zkl__session_t *cs;
+  uint64_t cepoch;
+  void (*then)(zkl__acq_t *a, int rc);
+  /* waiting for the wait set */
+  zkl__waitset_t w;
+  zkl__went_t went[ZKL__WATCH_MAX];
+  unsigned char wflags[ZKL__WATCH_MAX];
+  zkl__call_t *reads;
+  int64_t until;
+  int polled, gone_all, gone_any, changed;
+};
+
+/* run.c */
+ZKL__HIDDEN void zkl__acq_free(zkl_client_t *c, zkl__acq_t *a);
+ZKL__HIDDEN void zkl__after_look(zkl__acq_t *a, int rc);
+ZKL__HIDDEN void zkl__await_conn(zkl__acq_t *a, zkl__session_t *s,
+                                 uint64_t epoch, void (*then)(zkl__acq_t *,
+                                 int));
+ZKL__HIDDEN void zkl__drop_node(zkl_client_t *c, zkl__acq_t *a);
+ZKL__HIDDEN void zkl__end_run(zkl__acq_t *a, int rc);
+ZKL__HIDDEN void zkl__finish(zkl__acq_t *a, int rc);
+ZKL__HIDDEN int zkl__gone(zkl__acq_t *a);
+ZKL__HIDDEN int zkl__is_session_error(int rc);
+ZKL__HIDDEN void zkl__kick(zkl__acq_t *a);
+ZKL__HIDDEN void zkl__park(zkl__acq_t *a, zkl__step_fn again, int64_t wake_at);
+ZKL__HIDDEN void zkl__prep(zkl__acq_t *a, zkl__call_t *call);
+ZKL__HIDDEN void zkl__sent(zkl__acq_t *a, zkl__call_t *call, int rc);
+ZKL__HIDDEN void zkl__step_top(zkl__acq_t *a);
+ZKL__HIDDEN int zkl__stopped(const zkl__run_t *r);
+ZKL__HIDDEN int zkl__stopped_strict(const zkl__run_t *r);
+ZKL__HIDDEN void zkl__waitset_free(zkl__waitset_t *w);
+/* acquire.c */
+ZKL__HIDDEN void zkl__adopt(zkl__acq_t *a, char *path, const struct Stat *st);
+ZKL__HIDDEN int zkl__ignored(const zkl__queue_t *q, const char *name);
+ZKL__HIDDEN void zkl__join_failed(zkl__acq_t *a, int rc);
+ZKL__HIDDEN void zkl__joined(zkl__acq_t *a);
+ZKL__HIDDEN void zkl__step_join(zkl__acq_t *a);
+ZKL__HIDDEN void zkl__step_list_start(zkl__acq_t *a);
+ZKL__HIDDEN void zkl__step_position(zkl__acq_t *a);
+ZKL__HIDDEN void zkl__step_wait(zkl__acq_t *a);
+ZKL__HIDDEN void zkl__try_last(zkl__acq_t *a);
+/* recover.c */
+ZKL__HIDDEN void zkl__agreed(zkl__acq_t *a, int rc);
+ZKL__HIDDEN void zkl__recover(zkl__acq_t *a, uint64_t epoch);
+ZKL__HIDDEN void zkl__step_agree(zkl__acq_t *a);
+ZKL__HIDDEN void zkl__step_mkdir(zkl__acq_t *a);
+/* release.c */
+ZKL__HIDDEN void zkl__relay(zkl__queue_t *q, zkl__acq_t *a);
+ZKL__HIDDEN int zkl__remove_node(zkl_client_t *c, zkl__acq_t *a, int judge);
+ZKL__HIDDEN void zkl__tidy_dir(zkl__queue_t *q);

@@ -83,14 +83,13 @@ int zkl__issued(zkl__call_t *call, int rc) {
 }
 
 void zkl__on_create(int rc, const char *value, const struct Stat *stat,
-                      const void *data) {
+                    const void *data) {
   zkl__call_t *call = (zkl__call_t *)data;
   zkl_client_t *c = call->c;
   pthread_mutex_lock(&c->mu);
   if (rc == ZOK) {
-    call->path = value && !FAULT(zkl__fault_create_nomem)
-                     ? zkl__strdup(value)
-                     : NULL;
+    call->path =
+        value && !FAULT(zkl__fault_create_nomem) ? zkl__strdup(value) : NULL;
     if (stat)
       call->stat = *stat;
     /* Created, but we cannot name it: recover it by guid like a lost reply. */
@@ -102,7 +101,7 @@ void zkl__on_create(int rc, const char *value, const struct Stat *stat,
 }
 
 void zkl__on_children(int rc, const struct String_vector *v,
-                        const struct Stat *stat, const void *data) {
+                      const struct Stat *stat, const void *data) {
   zkl__call_t *call = (zkl__call_t *)data;
   zkl_client_t *c = call->c;
   pthread_mutex_lock(&c->mu);
@@ -124,8 +123,8 @@ void zkl__on_children(int rc, const struct String_vector *v,
   pthread_mutex_unlock(&c->mu);
 }
 
-void zkl__on_data(int rc, const char *value, int len,
-                    const struct Stat *stat, const void *data) {
+void zkl__on_data(int rc, const char *value, int len, const struct Stat *stat,
+                  const void *data) {
   zkl__call_t *call = (zkl__call_t *)data;
   zkl_client_t *c = call->c;
   pthread_mutex_lock(&c->mu);

@@ -18,25 +18,26 @@ static void on_sync(int rc, const char *value, const void *data) {
 int zkl__create(zkl__call_t *call, zkl__session_t *s, const char *path,
                 const char *data, int len, int flags) {
   if (!(flags & ZOO_CONTAINER)) /* see batch.c */
-    return zkl__issued(call, zkl__batch_create(call, s, path, data, len, flags));
+    return zkl__issued(call,
+                       zkl__batch_create(call, s, path, data, len, flags));
   return zkl__issued(call, zoo_acreate2(s->zh, path, data, len, call->c->acl,
-                                   flags, zkl__on_create, call));
+                                        flags, zkl__on_create, call));
 }
 
 int zkl__create_dir(zkl__call_t *call, zkl__session_t *s, const char *path,
                     const char *data, int len, int persistent) {
   return zkl__issued(call, zoo_acreate2(s->zh, path, data, len, call->c->acl,
-                                   persistent ? 0 : ZOO_CONTAINER,
-                                   zkl__on_create, call));
+                                        persistent ? 0 : ZOO_CONTAINER,
+                                        zkl__on_create, call));
 }
 
 int zkl__children(zkl__call_t *call, zkl__session_t *s, const char *path) {
-  return zkl__issued(call,
-                zoo_aget_children2(s->zh, path, 0, zkl__on_children, call));
+  return zkl__issued(
+      call, zoo_aget_children2(s->zh, path, 0, zkl__on_children, call));
 }
 
-int zkl__children_after(zkl__call_t *call, zkl__session_t *s,
-                        const char *path, zkl__call_t *create) {
+int zkl__children_after(zkl__call_t *call, zkl__session_t *s, const char *path,
+                        zkl__call_t *create) {
   return zkl__issued(call, zkl__batch_list(call, s, path, create));
 }
 
@@ -45,7 +46,7 @@ int zkl__get(zkl__call_t *call, zkl__session_t *s, const char *path,
   /* getData, not exists: a node already gone leaves no dangling watch. */
   if (watch)
     return zkl__issued(call, zoo_awget(s->zh, path, call->c->watcher, call->c,
-                                  zkl__on_data, call));
+                                       zkl__on_data, call));
   return zkl__issued(call, zoo_aget(s->zh, path, 0, zkl__on_data, call));
 }
 
@@ -53,10 +54,9 @@ int zkl__exists(zkl__call_t *call, zkl__session_t *s, const char *path) {
   return zkl__issued(call, zoo_aexists(s->zh, path, 0, zkl__on_stat, call));
 }
 
-int zkl__exists_watch(zkl__call_t *call, zkl__session_t *s,
-                      const char *path) {
+int zkl__exists_watch(zkl__call_t *call, zkl__session_t *s, const char *path) {
   return zkl__issued(call, zoo_awexists(s->zh, path, call->c->watcher, call->c,
-                                   zkl__on_stat, call));
+                                        zkl__on_stat, call));
 }
 
 int zkl__delete(zkl__call_t *call, zkl__session_t *s, const char *path) {
@@ -73,12 +73,11 @@ int zkl__delete_with_parent(zkl__call_t *call, zkl__call_t *pcall,
 
 int zkl__set(zkl__call_t *call, zkl__session_t *s, const char *path,
              const char *data, int len, int version) {
-  return zkl__issued(call,
-                zoo_aset(s->zh, path, data, len, version, zkl__on_stat, call));
+  return zkl__issued(
+      call, zoo_aset(s->zh, path, data, len, version, zkl__on_stat, call));
 }
 
-static void on_stat_ignored(int rc, const struct Stat *stat,
-                            const void *data) {
+static void on_stat_ignored(int rc, const struct Stat *stat, const void *data) {
   (void)rc, (void)stat, (void)data;
 }
 
@@ -94,8 +93,8 @@ int zkl__sync(zkl__call_t *call, zkl__session_t *s, const char *path) {
   return zkl__issued(call, zoo_async(s->zh, path, on_sync, call));
 }
 
-int zkl__multi(zkl__call_t *call, zkl__session_t *s, int n,
-               const zoo_op_t *ops, zoo_op_result_t *results) {
-  return zkl__issued(call,
-                zkl__zoo_amulti(s->zh, n, ops, results, zkl__on_void, call));
+int zkl__multi(zkl__call_t *call, zkl__session_t *s, int n, const zoo_op_t *ops,
+               zoo_op_result_t *results) {
+  return zkl__issued(
+      call, zkl__zoo_amulti(s->zh, n, ops, results, zkl__on_void, call));
 }

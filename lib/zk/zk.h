@@ -6,7 +6,7 @@
  * through hooks the client wires (c->on_session, c->watcher). Included by
  * internal.h only. */
 
-/* ---- session.c, deferred.c ------------------------------------------------ */
+/* ---- session.c, deferred.c ------------------------------------------- */
 
 /* One ZooKeeper handle. Kept alive by references: the client's "current"
  * pointer, each operation in flight, and each acquisition whose node may

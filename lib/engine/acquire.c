@@ -1,0 +1,720 @@
+/* acquire.c: the path every acquisition takes.
+ *
+ * A contender creates an ephemeral sequential node <dir>/<guid><marker><seq>
+ * and sends getChildren(<dir>) right behind it without waiting: the session
+ * runs its requests in order, so one round trip both creates our node and
+ * lists a queue that contains it. policy.c reads the listing: who holds, and
+ * whom a waiter watches (its nearest conflict, or every reader before a
+ * writer, up to ZKL__WATCH_MAX; getData, so a node already gone leaves no
+ * watch behind). The run parks until a watched node goes. When the plan
+ * proves that nothing lower can have appeared, we hold without listing
+ * again (the zero-read hand-off); otherwise we list again.
+ *
+ * Every path that gives up deletes our node: at once, or through the
+ * client's deferred deletes when the connection is down, or by the session
+ * ending. No orphan may block the queue. The trouble paths (parents,
+ * a lost create reply, the directory's data) are in recover.c. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Most planted nodes one queue object remembers; past that, a queue full
+ * of them is an attack we report instead of growing without bound. */
+#define IGNORED_MAX 1024
+
+/* How many times in a row a missing parent may make us retry: a container
+ * parent can be reaped between our mkdir and our create, but not forever. */
+#define NONODE_RETRIES 8
+
+static void step_joined(zkl__acq_t *a);
+static void join_reconnected(zkl__acq_t *a, int rc);
+static void step_list(zkl__acq_t *a);
+static void step_listed(zkl__acq_t *a);
+static void step_own_read(zkl__acq_t *a);
+static void confirm(zkl__acq_t *a, int fresh);
+static void step_read(zkl__acq_t *a);
+static void step_read_done(zkl__acq_t *a);
+static void step_try_read_done(zkl__acq_t *a);
+static void step_wait_eval(zkl__acq_t *a);
+
+/* ---- joining: create + getChildren in one round trip --------------------- */
+
+/* How a join ended, when it did not end with our node: ZKL__REJOIN (parents
+ * made) keeps the first look lenient; ZKL__RETRY joins again. */
+void zkl__join_failed(zkl__acq_t *a, int rc) {
+  zkl__run_t *r = a->run;
+  if (rc == ZKL__REJOIN) {
+    r->next = zkl__step_top;
+    return;
+  }
+  r->first = 0;
+  if (rc == ZKL__RETRY)
+    r->next = zkl__step_top;
+  else if (rc == ZKL_OK)
+    zkl__joined(a);
+  else
+    zkl__finish(a, rc);
+}
+
+void zkl__step_join(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  zkl__queue_t *q = a->q;
+  zkl_client_t *c = q->c;
+  /* the directory is read once per incarnation: a listing tells which */
+  int read_dir = q->dir_data && !q->dir_czxid;
+  char *path, *full, *data = NULL;
+  size_t len = 0;
+  int rc;
+
+  if ((rc = zkl__guid(a->guid)) != ZKL_OK) {
+    zkl__finish(a, rc);
+    return;
+  }
+  path = zkl__join(q->prefix, a->guid);
+  full =
+      path ? zkl__join(path, a->shared ? q->marker_shared : q->marker) : NULL;
+  free(path);
+  if (!full || (rc = zkl__node_data(q->id, q->user_data, q->user_len, &data,
+                                    &len)) != ZKL_OK) {
+    free(full);
+    zkl__finish(a, full ? rc : ZKL_ENOMEM);
+    return;
+  }
+  r->s = zkl__session_get(c);
+  zkl__prep(a, &r->gd);
+  zkl__prep(a, &r->cr);
+  zkl__prep(a, &r->ls);
+  zkl__prep(a, &r->aux);
+  /* A directory this object has not seen is made first, in the same
+   * round trip: per-key locks are mostly taken on keys never used before,
+   * whose create would otherwise fail and wait for one more. Whatever it
+   * answers (made, there already, not ours to make), the create tells. */
+  if (!q->dir_seen)
+    zkl__sent(a, &r->aux,
+              zkl__create_dir(&r->aux, r->s, q->dir, q->dir_data,
+                              q->dir_data ? (int)strlen(q->dir_data) : -1,
+                              (q->flags & ZKL__Q_KEEP_DIR) != 0));
+  if (read_dir) /* first: what the directory says binds a node made after */
+    zkl__sent(a, &r->gd, zkl__get(&r->gd, r->s, q->dir, 0));
+  zkl__sent(a, &r->cr,
+            zkl__create(&r->cr, r->s, full, data, (int)len,
+                        ZOO_EPHEMERAL_SEQUENTIAL));
+  zkl__sent(a, &r->ls, zkl__children_after(&r->ls, r->s, q->dir, &r->cr));
+  free(full);
+  free(data);
+  r->next = step_joined;
+}
+
+/* Adopt a node we created (from a create reply, or found again by guid);
+ * takes the run's reference to the session. */
+void zkl__adopt(zkl__acq_t *a, char *path, const struct Stat *st) {
+  zkl__run_t *r = a->run;
+  const char *base = strrchr(path, '/');
+  int kind;
+  a->path = path;
+  zkl__went_add(a->q->c, &a->own_went, path, a, -1);
+  a->czxid = st->czxid;
+  a->dversion = st->version;
+  a->sess = r->s;
+  r->s = NULL;
+  if (!zkl__name_parse(base ? base + 1 : path, &a->seq, &kind))
+    a->seq = 0;
+}
+
+static void step_joined(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  int rc = r->cr.rc;
+  if (r->aux.done && r->aux.rc == ZOK) /* the directory, made first */
+    a->q->dir_made = r->aux.stat.czxid;
+  zkl__call_free(&r->aux);
+  if (rc == ZOK) {
+    a->q->dir_seen = 1;
+    zkl__adopt(a, r->cr.path, &r->cr.stat);
+    r->cr.path = NULL;
+    r->nonode = 0;
+    r->first = 0; /* any other pass is trouble */
+    zkl__joined(a);
+    return;
+  }
+  zkl__call_free(&r->cr);
+  zkl__call_free(&r->ls);
+  zkl__call_free(&r->gd);
+  r->gd.rc = ZCONNECTIONLOSS; /* not read: agree() reads it again */
+  /* The listing's names are gone, but not its code, which may be ZOK
+   * (the create failed for want of memory, the listing did not): recovery
+   * can still adopt our node, and the look that follows would take the
+   * empty list for a fresh one and our node for deleted. Found by the
+   * model (model/, F2). */
+  r->ls.rc = ZCONNECTIONLOSS;
+  if (rc == ZNONODE) {
+    rc = ++r->nonode > NONODE_RETRIES        ? ZNONODE
+         : !(r->mk = zkl__strdup(a->q->dir)) ? ZKL_ENOMEM
+                                             : ZOK;
+    if (rc != ZOK) {
+      zkl__session_put(c, r->s);
+      r->s = NULL;
+      zkl__join_failed(a, rc);
+      return;
+    }
+    r->next = zkl__step_mkdir;
+  } else if (zkl__is_conn_error(rc) || rc == ZKL_ENOMEM) {
+    zkl__recover(a, rc == ZKL_ENOMEM ? 0 : r->epoch);
+  } else if (zkl__is_session_error(rc)) {
+    zkl__await_conn(a, r->s, r->epoch, join_reconnected);
+  } else {
+    zkl__session_put(c, r->s);
+    r->s = NULL;
+    zkl__join_failed(a, rc);
+  }
+}
+
+static void join_reconnected(zkl__acq_t *a, int rc) {
+  zkl__session_put(a->q->c, a->run->s);
+  a->run->s = NULL;
+  zkl__join_failed(a, rc == ZKL_OK ? ZKL__RETRY : rc);
+}
+
+/* Joined: our node is known, and r->ls may hold the listing that came
+ * with it. */
+void zkl__joined(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  zkl__queue_t *q = a->q;
+  r->have_list = r->fresh = r->ls.rc == ZOK;
+  if (q->dir_data && !r->agreed) {
+    /* the listing carries the directory's stat: unchanged since we read
+     * it (same incarnation, same data version), it still says our N */
+    if (r->have_list && r->ls.stat.czxid == q->dir_czxid &&
+        r->ls.stat.version == q->dir_version) {
+      r->agreed = 1;
+    } else {
+      /* read before our create: maybe of an earlier incarnation, or
+       * rewritten since */
+      if (r->have_list && r->gd.rc == ZOK &&
+          (r->gd.stat.czxid != r->ls.stat.czxid ||
+           r->gd.stat.version != r->ls.stat.version))
+        r->gd.rc = ZCONNECTIONLOSS;
+      r->tries = 0;
+      r->next = zkl__step_agree;
+      return;
+    }
+  }
+  zkl__agreed(a, ZKL_OK);
+}
+
+/* ---- listing the queue --------------------------------------------------- */
+
+void zkl__step_list_start(zkl__acq_t *a) {
+  a->run->first = 0;
+  a->run->epoch = a->q->c->conn_epoch;
+  a->run->next = step_list;
+}
+
+static void list_result(zkl__acq_t *a, int rc) {
+  if (rc == ZKL__RETRY) {
+    zkl__drop_node(a->q->c, a);
+    a->run->next = zkl__step_top;
+  } else {
+    zkl__end_run(a, rc);
+  }
+}
+
+static void list_reconnected(zkl__acq_t *a, int rc) {
+  if (rc != ZKL_OK)
+    list_result(a, rc);
+  else
+    a->run->next = step_list;
+}
+
+/* Lists the queue on our node's session. */
+static void step_list(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  zkl__session_t *s = a->sess;
+  int rc;
+  if (!s || a->session_lost) {
+    list_result(a, ZKL__RETRY);
+    return;
+  }
+  if ((rc = zkl__stopped_strict(r)) != ZKL_OK) {
+    list_result(a, rc);
+    return;
+  }
+  /* Sent while disconnected, a request would wait in the C client for the
+   * reconnection or its failure, past our deadline: wait here instead. */
+  if (c->state != ZKL_CLIENT_CONNECTED) {
+    zkl__await_conn(a, s, c->conn_epoch, list_reconnected);
+    return;
+  }
+  r->rs = s;
+  s->refs++;
+  r->repoch = c->conn_epoch;
+  zkl__prep(a, &r->ls);
+  zkl__sent(a, &r->ls, zkl__children(&r->ls, s, a->q->dir));
+  r->next = step_listed;
+}
+
+static void step_listed(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  zkl__session_t *s = r->rs;
+  int rc = r->ls.rc;
+  zkl__session_put(a->q->c, s);
+  r->rs = NULL;
+  if (rc == ZOK) {
+    r->have_list = 1;
+    r->next = zkl__step_position;
+    return;
+  }
+  zkl__call_free(&r->ls);
+  if (zkl__is_conn_error(rc))
+    zkl__await_conn(a, s, r->repoch, list_reconnected);
+  else if (zkl__is_session_error(rc))
+    list_result(a, ZKL__RETRY);
+  else if (rc == ZNONODE) /* the parent cannot go while our node is in it */
+    list_result(a, zkl__gone(a)); /* someone deleted both */
+  else
+    list_result(a, rc);
+}
+
+/* ---- our place in the queue ---------------------------------------------- */
+
+/* Records a child that is not ephemeral: planted by an operator, a backup
+ * restore or an attacker, it will never go by itself. Once per name. */
+static int ignore(zkl__queue_t *q, const char *name) {
+  char **n;
+  int i;
+  for (i = 0; i < q->nignored; i++)
+    if (strcmp(q->ignored[i], name) == 0)
+      return ZKL_OK;
+  if (q->nignored >= IGNORED_MAX)
+    return ZKL_EPROTO;
+  n = realloc(q->ignored, (size_t)(q->nignored + 1) * sizeof *n);
+  if (!n)
+    return ZKL_ENOMEM;
+  q->ignored = n;
+  if (!(n[q->nignored] = zkl__strdup(name)))
+    return ZKL_ENOMEM;
+  q->nignored++;
+  zkl__post_log(q->c, ZKL_LOG_WARN,
+                "%s/%s: not ephemeral (planted?): not waiting behind it",
+                q->dir, name);
+  return ZKL_OK;
+}
+
+int zkl__ignored(const zkl__queue_t *q, const char *name) {
+  int i;
+  for (i = 0; i < q->nignored; i++)
+    if (strcmp(q->ignored[i], name) == 0)
+      return 1;
+  return 0;
+}
+
+/* Finds our place in a listing, from our own node's point of view (see
+ * policy.c). Returns ZKL__HOLD, ZKL_EMISMATCH (a lease before ours carries
+ * another N), ZKL_EREVOKED or ZKL__RETRY (our node is not there),
+ * or ZKL_OK with *w: the nodes to watch, and whether their deletion alone
+ * will prove we hold. */
+static int position(zkl__acq_t *a, const zkl__call_t *ls, zkl__waitset_t *w) {
+  zkl__run_t *r = a->run;
+  const char *me = strrchr(a->path, '/') + 1;
+  zkl__entry_t *e;
+  unsigned char *skip;
+  int n, i, idx = -1, rc = ZKL_OK, d, agree;
+  r->behind = 0;
+  n = zkl__contenders(ls->kids.data, ls->kids.count, &e);
+  if (n < 0)
+    return ZKL_ENOMEM;
+  skip = calloc((size_t)n + 1, 1);
+  if (!skip) {
+    free(e);
+    return ZKL_ENOMEM;
+  }
+  for (i = 0; i < n; i++) {
+    if (strcmp(e[i].name, me) == 0)
+      idx = i;
+    else
+      skip[i] = zkl__ignored(a->q, e[i].name);
+  }
+  if (idx < 0) {
+    rc = zkl__gone(a);
+  } else if (a->q->limit && (e[idx].kind & ZKL__KIND_LEASE) &&
+             (d = zkl__lease_disagrees(e, n, idx, skip, a->q->limit, &agree)) >=
+                 0) {
+    /* see "agreeing on N" above: the later of two disagreeing members
+     * always sees the earlier one, and it is the one to give way */
+    zkl__post_log(a->q->c, ZKL_LOG_ERROR,
+                  "%s/%s: a live lease made with max=%d, this member with "
+                  "max=%d: refusing to join",
+                  a->q->dir, e[d].name, zkl__lease_limit(e[d].name),
+                  a->q->limit);
+    rc = ZKL_EMISMATCH;
+  } else {
+    zkl__decide(e, n, idx, skip, a->q->limit, &w->plan);
+    if (!w->plan.before)
+      rc = ZKL__HOLD;
+    r->behind = zkl__any_after(e, n, idx, skip);
+    for (i = 0; i < w->plan.nwatch; i++)
+      if (!(w->paths[i] = zkl__join(a->q->prefix, e[w->plan.watch[i]].name)))
+        rc = ZKL_ENOMEM;
+    if (rc != ZKL_OK)
+      zkl__waitset_free(w);
+  }
+  free(skip);
+  free(e);
+  return rc;
+}
+
+/* Whether a listing shows a node that someone else than an object of
+ * q's own flavour made (zkl__name_foreign). */
+static int peer_listed(const zkl__queue_t *q, const zkl__call_t *ls) {
+  int i;
+  for (i = 0; i < ls->kids.count; i++)
+    if (zkl__name_foreign(ls->kids.data[i], q->marker, q->marker_shared))
+      return 1;
+  return 0;
+}
+
+void zkl__step_position(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  zkl__queue_t *q = a->q;
+  int rc;
+  r->w.plan.nwatch = 0;
+  rc = position(a, &r->ls, &r->w);
+  q->dir_alone =
+      r->ls.kids.count == 1 && q->dir_made && r->ls.stat.czxid == q->dir_made;
+  if (!q->dir_peer && !(q->flags & ZKL__Q_KEEP_DIR))
+    q->dir_peer = peer_listed(q, &r->ls);
+  zkl__call_free(&r->ls);
+  if (rc == ZKL__HOLD)
+    confirm(a, r->fresh);
+  else
+    zkl__after_look(a, rc);
+}
+
+/* ---- whose node it is ---------------------------------------------------- */
+
+static void own_reconnected(zkl__acq_t *a, int rc) {
+  zkl__after_look(a, rc == ZKL_OK ? ZKL__RELIST : rc);
+}
+
+/* Reads our own node on our session, and lets the answer decide: still
+ * ours (our czxid, owned by the session we are on now) gives `if_mine`;
+ * gone or someone else's, zkl__gone(). A session that has ended cannot
+ * answer at all, which is what makes the read worth its round trip. */
+static void read_own(zkl__acq_t *a, int if_mine) {
+  zkl__run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  zkl__session_t *s = a->sess;
+  int rc;
+  if (!s || s != c->sess || s->expired || a->session_lost || !a->path) {
+    zkl__after_look(a, ZKL__RETRY);
+    return;
+  }
+  if ((rc = zkl__stopped(r)) != ZKL_OK) {
+    zkl__after_look(a, rc);
+    return;
+  }
+  r->if_mine = if_mine;
+  r->rs = s;
+  s->refs++;
+  r->repoch = c->conn_epoch;
+  zkl__prep(a, &r->aux);
+  zkl__sent(a, &r->aux, zkl__exists(&r->aux, s, a->path));
+  r->next = step_own_read;
+}
+
+static void step_own_read(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  zkl__session_t *s = r->rs;
+  int rc = r->aux.rc;
+  int mine = rc == ZOK && zkl__owns(a, &r->aux.stat) && s == c->sess &&
+             !s->expired && !a->tainted;
+  zkl__session_put(c, s); /* a->sess keeps it alive, if it is still ours */
+  r->rs = NULL;
+  if (mine) {
+    a->revoked = 0;
+    zkl__after_look(a, r->if_mine);
+  } else if (zkl__is_conn_error(rc)) {
+    zkl__await_conn(a, s, r->repoch, own_reconnected);
+  } else if (rc == ZOK || rc == ZNONODE) {
+    if (a->tainted) /* zkl__gone() says why */
+      a->revoked = 1;
+    zkl__after_look(a, zkl__gone(a));
+  } else {
+    zkl__after_look(a, zkl__is_session_error(rc) ? ZKL__RETRY : rc);
+  }
+}
+
+/* At the head: make sure our node is still there and ours before we
+ * hold, unless that is already known: the listing came with our create,
+ * or the watch on our node confirmed it and would have told us of any
+ * change since. Elections always ask (ZKL__Q_VERIFY_OWNER): they must
+ * never have two leaders, and a node left by an expired session must
+ * never make one. */
+static void confirm(zkl__acq_t *a, int fresh) {
+  if (!(a->q->flags & ZKL__Q_VERIFY_OWNER) && !a->tainted &&
+      (fresh || a->own_watch == ZKL__OWN_OK))
+    zkl__after_look(a, ZKL__HOLD);
+  else
+    read_own(a, ZKL__HOLD);
+}
+
+/* A watch said our waiting node was deleted, or is someone else's. The
+ * end of our own session deletes it too, and our watch may hear of that
+ * before we hear of the end (a session closed by the server, or by
+ * another handle): ask before believing it. Ours after all: look again. */
+static void check_revoked(zkl__acq_t *a) { read_own(a, ZKL__RELIST); }
+
+/* ---- waiting ------------------------------------------------------------- */
+
+/* Watches the wait set and parks until its nodes go. Our own node gets a
+ * watch too, once per acquisition: deleted or replaced while we wait, the
+ * wait ends (ZKL_EREVOKED), and the same watch serves the hold that
+ * follows. A watched node whose data changes is read again: its data may
+ * prove we hold (a downgrade); a change never means it is gone. Ends with
+ * ZKL__HOLD (zero-read hand-off), ZKL__RELIST, ZKL__RETRY, or an error. */
+void zkl__step_wait(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  int rc, i;
+  if ((rc = zkl__stopped(r)) != ZKL_OK) {
+    zkl__waitset_free(&r->w);
+    zkl__after_look(a, rc);
+    return;
+  }
+  r->waited = 1;
+  r->polled = r->gone_all = r->gone_any = r->changed = 0;
+  memset(r->wflags, ZKL__W_READ, sizeof r->wflags);
+  a->watch = r->w.paths;
+  a->wflags = r->wflags;
+  a->nwatch = r->w.plan.nwatch;
+  for (i = 0; i < a->nwatch; i++)
+    zkl__went_add(c, &r->went[i], r->w.paths[i], a, i);
+  if (a->own_watch == ZKL__OWN_NONE && !(a->q->flags & ZKL__Q_NO_NODE_WATCH))
+    zkl__watch_own(c, a->sess, a);
+  r->until = r->deadline;
+  if (r->w.plan.poll &&
+      (r->until < 0 || r->until > zkl_now_ms() + ZKL__POLL_MS))
+    r->until = zkl_now_ms() + ZKL__POLL_MS;
+  r->next = step_read;
+}
+
+/* How the wait ended: rc is ZKL_OK when the flags tell. */
+static void wait_end(zkl__acq_t *a, int rc) {
+  zkl__run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  int i;
+  for (i = 0; i < a->nwatch; i++)
+    zkl__went_del(c, &r->went[i]);
+  a->watch = NULL;
+  a->wflags = NULL;
+  a->nwatch = 0;
+  if (a->session_lost)
+    rc = ZKL__RETRY;
+  else if (a->revoked)
+    rc = ZKL__REVOKED;
+  else if (rc != ZKL_OK)
+    ;
+  else if (r->polled || r->changed)
+    rc = ZKL__RELIST;
+  /* The zero-read hand-off is only sound if nothing happened in between
+   * that could have made our last listing stale: no reconnection. */
+  else if ((r->gone_all || (r->gone_any && r->w.plan.any)) &&
+           r->w.plan.handoff && c->conn_epoch == r->epoch &&
+           c->state == ZKL_CLIENT_CONNECTED)
+    rc = ZKL__HOLD;
+  else
+    rc = ZKL__RELIST;
+  zkl__waitset_free(&r->w);
+  if (rc == ZKL__HOLD)
+    confirm(a, 0);
+  else if (rc == ZKL__REVOKED)
+    check_revoked(a);
+  else
+    zkl__after_look(a, rc);
+}
+
+static void read_reconnected(zkl__acq_t *a, int rc) {
+  wait_end(a, rc == ZKL_OK ? ZKL__RELIST : rc);
+}
+
+/* Reads, with a watch, every node of the wait set still to be read, in one
+ * round trip. */
+static void step_read(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  zkl__session_t *s = a->sess;
+  int i, k = 0;
+  if (c->state != ZKL_CLIENT_CONNECTED) { /* as in step_list() */
+    zkl__await_conn(a, s, r->epoch, read_reconnected);
+    return;
+  }
+  for (i = 0; i < a->nwatch; i++)
+    k += (a->wflags[i] & ZKL__W_READ) != 0;
+  if (!k) {
+    r->next = step_wait_eval;
+    return;
+  }
+  if (!(r->reads = calloc((size_t)a->nwatch, sizeof *r->reads))) {
+    wait_end(a, ZKL_ENOMEM);
+    return;
+  }
+  r->rs = s;
+  s->refs++;
+  for (i = 0; i < a->nwatch; i++) {
+    if (!(a->wflags[i] & ZKL__W_READ))
+      continue;
+    a->wflags[i] &= ~(ZKL__W_READ | ZKL__W_CHANGED);
+    zkl__prep(a, &r->reads[i]);
+    zkl__sent(a, &r->reads[i], zkl__get(&r->reads[i], s, a->watch[i], 1));
+  }
+  r->next = step_read_done;
+}
+
+/* A node already gone is marked so; one that is not ephemeral is never
+ * waited for (ZKL__RELIST); watch[0] found downgraded when that proves we hold
+ * gives ZKL__HOLD. */
+static void step_read_done(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  zkl__session_t *s = r->rs;
+  int i, rc = ZKL_OK, hold = 0, relist = 0;
+  zkl__session_put(c, s);
+  r->rs = NULL;
+  for (i = 0; i < a->nwatch; i++) {
+    zkl__call_t *g = &r->reads[i];
+    if (!g->done)
+      continue; /* not read this time */
+    if (g->rc == ZNONODE) {
+      a->wflags[i] |= ZKL__W_GONE;
+    } else if (g->rc == ZOK && g->stat.ephemeralOwner == 0) {
+      /* never goes by itself: do not wait behind it (its watch, left
+       * set, fires into nobody's wait) */
+      if (rc == ZKL_OK)
+        rc = ignore(a->q, strrchr(a->watch[i], '/') + 1);
+      if (rc == ZKL_OK)
+        rc = ZKL__RELIST;
+    } else if (g->rc == ZOK) {
+      size_t len = g->data_len > 0 ? (size_t)g->data_len : 0;
+      hold |= i == 0 && r->w.plan.downgrade_ok &&
+              zkl__data_mark(g->data, len, "mode=read");
+      /* promoted before our watch was set: no event will tell us */
+      relist |= i == 0 && r->w.plan.relist_on_change &&
+                zkl__data_mark(g->data, len, "state=held");
+    } else if (rc == ZKL_OK || rc == ZKL__RELIST) {
+      rc = g->rc;
+    }
+    zkl__call_free(g);
+  }
+  free(r->reads);
+  r->reads = NULL;
+  if (zkl__is_conn_error(rc))
+    zkl__await_conn(a, s, r->epoch, read_reconnected);
+  else if (zkl__is_session_error(rc))
+    wait_end(a, ZKL__RETRY);
+  else if (rc == ZKL_OK && hold)
+    wait_end(a, c->conn_epoch == r->epoch && c->state == ZKL_CLIENT_CONNECTED
+                    ? ZKL__HOLD
+                    : ZKL__RELIST);
+  else if (rc == ZKL_OK && relist)
+    wait_end(a, ZKL__RELIST);
+  else if (rc != ZKL_OK)
+    wait_end(a, rc);
+  else
+    r->next = step_wait_eval;
+}
+
+/* A try that would wait reads, before it says ZKL_EBUSY, what a wait
+ * reads at once and may hold on without waiting: its one conflict, when
+ * that is a zklock writer (the plan's downgrade_ok; another library's
+ * never carries our mark), marked "mode=read" by a downgrade, or gone
+ * (the hand-off), exactly as step_read_done() finds it. Our own node is
+ * read in the same round trip (confirm()'s read). So zkl_rwlock_tryrdlock
+ * and zkl_rwlock_timedrdlock agree after a downgrade; a try with nothing
+ * such to read costs nothing more. */
+void zkl__try_last(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  zkl__queue_t *q = a->q;
+  zkl_client_t *c = q->c;
+  zkl__session_t *s = a->sess;
+  if (!r->w.plan.downgrade_ok || r->w.plan.nwatch < 1 ||
+      zkl__name_foreign(strrchr(r->w.paths[0], '/') + 1, q->marker,
+                        q->marker_shared) ||
+      !s || s != c->sess || s->expired || a->session_lost ||
+      c->state != ZKL_CLIENT_CONNECTED || c->conn_epoch != r->epoch ||
+      zkl__stopped(r) != ZKL_OK) {
+    zkl__waitset_free(&r->w);
+    zkl__finish(a, ZKL_EBUSY);
+    return;
+  }
+  r->rs = s;
+  s->refs++;
+  zkl__prep(a, &r->aux);
+  zkl__prep(a, &r->gd);
+  zkl__sent(a, &r->aux, zkl__get(&r->aux, s, r->w.paths[0], 0));
+  zkl__sent(a, &r->gd, zkl__exists(&r->gd, s, a->path));
+  r->next = step_try_read_done;
+}
+
+static void step_try_read_done(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  zkl__session_t *s = r->rs;
+  zkl__call_t *g = &r->aux;
+  size_t len = g->data_len > 0 ? (size_t)g->data_len : 0;
+  int mine = r->gd.rc == ZOK && zkl__owns(a, &r->gd.stat) && s == c->sess &&
+             !s->expired && !a->session_lost;
+  int own_gone = r->gd.rc == ZNONODE || (r->gd.rc == ZOK && !mine);
+  int hold =
+      (g->rc == ZNONODE || (g->rc == ZOK && g->stat.ephemeralOwner != 0 &&
+                            zkl__data_mark(g->data, len, "mode=read"))) &&
+      c->conn_epoch == r->epoch && c->state == ZKL_CLIENT_CONNECTED;
+  zkl__session_put(c, s); /* a->sess keeps it alive, if it is still ours */
+  r->rs = NULL;
+  zkl__call_free(g);
+  zkl__call_free(&r->gd);
+  zkl__waitset_free(&r->w);
+  if (hold && mine)
+    zkl__after_look(a, ZKL__HOLD);
+  else if (hold && own_gone)
+    zkl__after_look(a, zkl__gone(a));
+  else
+    zkl__finish(a, ZKL_EBUSY);
+}
+
+/* Parked here between events: what the watches said so far. */
+static void step_wait_eval(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  int i, rc = ZKL_OK;
+  r->gone_all = 1;
+  r->gone_any = r->changed = 0;
+  for (i = 0; i < a->nwatch; i++) {
+    r->gone_all &= (a->wflags[i] & ZKL__W_GONE) != 0;
+    r->gone_any |= (a->wflags[i] & ZKL__W_GONE) != 0;
+    r->changed |= (a->wflags[i] & ZKL__W_CHANGED) != 0;
+  }
+  if (!(r->gone_all || (r->gone_any && r->w.plan.any) || r->changed ||
+        a->session_lost || a->revoked || (rc = zkl__stopped(r)) != ZKL_OK)) {
+    if (r->until == r->deadline || zkl_now_ms() < r->until) {
+      zkl__park(a, step_wait_eval, r->until);
+      return;
+    }
+    r->polled = 1; /* a relay may have been lost: look again */
+  }
+  if (r->changed && !(r->gone_all || (r->gone_any && r->w.plan.any) ||
+                      r->w.plan.relist_on_change || a->session_lost ||
+                      a->revoked || rc != ZKL_OK || r->polled)) {
+    for (i = 0; i < a->nwatch; i++) /* read it again, and wait on */
+      if (a->wflags[i] & ZKL__W_CHANGED)
+        a->wflags[i] |= ZKL__W_READ;
+    r->next = step_read;
+    return;
+  }
+  wait_end(a, rc);
+}

@@ -1,0 +1,370 @@
+/* recover.c: the paths of an acquisition that trouble makes necessary.
+ *
+ * The queue's parents are missing: make them as containers, deepest first.
+ * The reply to our create was lost: find our node again by its guid, and
+ * adopt it only if this very session owns it. A semaphore's directory data
+ * says N: agree on it before holding. Each ends by handing the run back to
+ * acquire.c (zkl__joined, zkl__step_list_start, zkl__step_position) or
+ * with the reason the acquisition fails. Steps run as run.c says. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static void step_mkdir_done(zkl__acq_t *a);
+static void recover_connected(zkl__acq_t *a, int rc);
+static void step_recover_list(zkl__acq_t *a);
+static void recover_scan(zkl__acq_t *a);
+static void step_recover_stat(zkl__acq_t *a);
+static void step_agree_set(zkl__acq_t *a);
+static void agree_reread(zkl__acq_t *a, int rc);
+static void step_agree_read(zkl__acq_t *a);
+
+/* ---- making the queue's parents ------------------------------------------ */
+
+/* Creates the missing components of q->dir as container nodes, deepest
+ * first: the immediate parent, then, only on ZNONODE, one level up, and
+ * back down. Creating a component that exists would need CREATE on its
+ * own parent, which the server checks before it answers "exists": on a
+ * secured ensemble that is often not ours to have, and asking only for
+ * what is missing costs one round trip in the common case. */
+void zkl__step_mkdir(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  zkl__queue_t *q = a->q;
+  /* the queue's own directory carries what its members agree on, and is
+   * the one a kazoo flavour keeps (its parents hold it: never empty) */
+  int leaf = strlen(r->mk) == strlen(q->dir);
+  const char *d = leaf ? q->dir_data : NULL;
+  zkl__prep(a, &r->aux);
+  zkl__sent(a, &r->aux,
+            zkl__create_dir(&r->aux, r->s, r->mk, d, d ? (int)strlen(d) : -1,
+                            leaf && (q->flags & ZKL__Q_KEEP_DIR)));
+  r->next = step_mkdir_done;
+}
+
+static void step_mkdir_done(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  size_t len = strlen(a->q->dir);
+  int rc = r->aux.rc == ZNODEEXISTS ? ZOK : r->aux.rc;
+  if (r->aux.rc == ZOK && strlen(r->mk) == len)
+    a->q->dir_made = r->aux.stat.czxid;
+  zkl__call_free(&r->aux);
+  if (rc == ZNONODE && strchr(r->mk + 1, '/')) {
+    *strrchr(r->mk, '/') = '\0'; /* its parent first */
+    r->next = zkl__step_mkdir;
+    return;
+  }
+  if (rc == ZOK && strlen(r->mk) != len) {
+    r->mk[strlen(r->mk)] = '/'; /* one level back down */
+    r->next = zkl__step_mkdir;
+    return;
+  }
+  free(r->mk);
+  r->mk = NULL;
+  zkl__session_put(a->q->c, r->s);
+  r->s = NULL;
+  zkl__join_failed(a, rc == ZOK ? ZKL__REJOIN
+                      : zkl__is_conn_error(rc) || zkl__is_session_error(rc)
+                          ? ZKL__RETRY
+                          : rc);
+}
+
+/* ---- recovering a create whose reply was lost ---------------------------- */
+
+/* The reply to our create was lost. Find our node again by its guid, and
+ * adopt it only if its ephemeral owner is this very session: a node left by
+ * an expired session must never be taken for ours. Every name with our
+ * guid is read: anyone may copy our name, and a copy must not hide our
+ * node, which would then block the queue, us included (model/, F4).
+ * `epoch` 0 lists at once if connected (the create failed with the
+ * connection up, for want of memory: no reconnection is coming, F3). */
+void zkl__recover(zkl__acq_t *a, uint64_t epoch) {
+  zkl__await_conn(a, a->run->s, epoch, recover_connected);
+}
+
+/* The recovery gave up: whatever we made must not outlive it. */
+static void recover_failed(zkl__acq_t *a, int rc) {
+  zkl__run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  if (rc != ZKL__RETRY)
+    zkl__defer_find_delete(c, r->s, a->q->dir, a->guid);
+  zkl__session_put(c, r->s);
+  r->s = NULL;
+  zkl__join_failed(a, rc);
+}
+
+static void recover_connected(zkl__acq_t *a, int rc) {
+  zkl__run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  if (rc == ZKL_OK && c->sess != r->s) {
+    /* expired: whatever we made died with it */
+    recover_failed(a, ZKL__RETRY);
+    return;
+  }
+  if (rc != ZKL_OK || (rc = zkl__stopped_strict(r)) != ZKL_OK) {
+    recover_failed(a, rc);
+    return;
+  }
+  r->repoch = c->conn_epoch;
+  zkl__prep(a, &r->sy);
+  zkl__prep(a, &r->ls);
+  /* sync first: the server we read from has then seen every write the
+   * leader committed before it, our create included if it happened. */
+  zkl__sent(a, &r->sy, zkl__sync(&r->sy, r->s, a->q->dir));
+  zkl__sent(a, &r->ls, zkl__children(&r->ls, r->s, a->q->dir));
+  r->rec_i = 0;
+  r->next = step_recover_list;
+}
+
+static void recover_result(zkl__acq_t *a, int rc) {
+  zkl__run_t *r = a->run;
+  zkl__call_free(&r->ls);
+  r->ls.rc = ZCONNECTIONLOSS;
+  if (zkl__is_conn_error(rc)) {
+    zkl__recover(a, r->repoch);
+    return;
+  }
+  if (rc == ZKL_ENOMEM)
+    zkl__defer_find_delete(a->q->c, r->s, a->q->dir, a->guid);
+  zkl__session_put(a->q->c, r->s);
+  r->s = NULL;
+  zkl__join_failed(a, rc == ZNONODE || zkl__is_session_error(rc) ? ZKL__RETRY
+                                                                 : rc);
+}
+
+static void step_recover_list(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  zkl__call_free(&r->sy);
+  if (r->ls.rc != ZOK)
+    recover_result(a, r->ls.rc);
+  else
+    recover_scan(a);
+}
+
+static void recover_scan(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  for (; r->rec_i < r->ls.kids.count; r->rec_i++) {
+    const char *name = r->ls.kids.data[r->rec_i];
+    if (!strstr(name, a->guid))
+      continue;
+    r->rec_i++;
+    if (!(r->rec_path = zkl__join(a->q->prefix, name))) {
+      recover_result(a, ZKL_ENOMEM);
+      return;
+    }
+    zkl__prep(a, &r->aux);
+    zkl__sent(a, &r->aux, zkl__exists(&r->aux, r->s, r->rec_path));
+    r->next = step_recover_stat;
+    return;
+  }
+  recover_result(a, ZKL__RETRY);
+}
+
+/* Reads the node found with our guid, and adopts it if its owner is this
+ * very session. */
+static void step_recover_stat(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  zkl__session_t *s = r->s;
+  int rc = r->aux.rc;
+  if (rc == ZOK && r->aux.stat.ephemeralOwner == s->id && !s->expired) {
+    zkl__adopt(a, r->rec_path, &r->aux.stat);
+    r->rec_path = NULL;
+    zkl__call_free(&r->ls);
+    r->ls.rc = ZCONNECTIONLOSS;
+    zkl__join_failed(a, ZKL_OK);
+    return;
+  }
+  free(r->rec_path);
+  r->rec_path = NULL;
+  if (rc == ZOK || rc == ZNONODE)
+    recover_scan(a); /* gone, or not ours: the next one */
+  else
+    recover_result(a, rc);
+}
+
+void zkl__agreed(zkl__acq_t *a, int rc) {
+  zkl__run_t *r = a->run;
+  zkl__call_free(&r->gd);
+  if (rc != ZKL_OK || !r->have_list)
+    zkl__call_free(&r->ls);
+  if (rc == ZKL__RETRY) {
+    zkl__drop_node(a->q->c, a);
+    r->next = zkl__step_top;
+  } else if (rc != ZKL_OK) {
+    zkl__end_run(a, rc);
+  } else {
+    r->next = r->have_list ? zkl__step_position : zkl__step_list_start;
+  }
+}
+
+/* ---- the queue's directory data ------------------------------------------ */
+
+/* How many times the agreement reads and writes the directory before
+ * giving up on a directory whose data keeps changing under it. */
+#define AGREE_TRIES 8
+
+/* Whether the listing of our join shows live leases before ours that
+ * carry our N, and none that carries another. */
+static int leases_agree(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  const char *me = a->path ? strrchr(a->path, '/') + 1 : NULL;
+  zkl__entry_t *e = NULL;
+  unsigned char *skip = NULL;
+  int n, i, idx = -1, agree = 0, ok = 0;
+  if (!r->have_list || !me)
+    return 0;
+  n = zkl__contenders(r->ls.kids.data, r->ls.kids.count, &e);
+  if (n > 0 && (skip = calloc((size_t)n, 1))) {
+    for (i = 0; i < n; i++) {
+      if (strcmp(e[i].name, me) == 0)
+        idx = i;
+      else
+        skip[i] = zkl__ignored(a->q, e[i].name);
+    }
+    ok = idx >= 0 &&
+         zkl__lease_disagrees(e, n, idx, skip, a->q->limit, &agree) < 0 &&
+         agree > 0;
+  }
+  free(skip);
+  free(e);
+  return ok;
+}
+
+/* Agreeing on N. Members that disagree on a semaphore's number of leases
+ * would admit more than some of them allow. Two checks:
+ *
+ * The leases (position(), at every look at the queue): each lease's name
+ * carries its N, and a member refuses while a live lease before its own
+ * carries another. That alone keeps two leases of different N from both
+ * being granted: of two such members the later one (the higher
+ * sequence) made its node after the earlier one's, and lists the queue
+ * after its create, so its listing shows the earlier node unless that is
+ * gone already; and a lease is granted only by a listing (or by the
+ * deletion of nodes a listing showed), never before its first one. No
+ * one can rewrite a name, so no write to any node can override it. So
+ * holders need not be told anything: a rewrite breaks no agreement under
+ * them. The price: a refused member's node, until its delete lands, makes
+ * a member of the other N right behind it refuse too. A misconfigured
+ * member can fail correct ones for that moment, never admit one too many.
+ *
+ * The directory's data, "max=N" (q->dir_data), speaks for a semaphore
+ * with no lease live, where no name can: a member refuses when it says
+ * another N, unless live leases before it carry our N (they decide: the
+ * directory was rewritten under them). A rewrite thus changes N once
+ * every lease of the old N is gone. It is read once per incarnation and
+ * data version of the directory (the listing's stat tells both), so the
+ * uncontended path reads nothing more. Leases whose names carry no N (an
+ * older version's) are judged by the directory alone, as they always
+ * were.
+ *
+ * A directory without data (made by another recipe, an older version or
+ * an operator) gets ours by a conditional write. r->gd is the read of the
+ * directory sent with our join; any other code than ZOK means read it
+ * again. Ends with ZKL_OK, ZKL_EMISMATCH, ZKL__RETRY, or an error. */
+void zkl__step_agree(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  zkl__queue_t *q = a->q;
+  zkl_client_t *c = q->c;
+  zkl__call_t *gd = &r->gd;
+  const char *want = q->dir_data;
+  size_t wl = strlen(want);
+  if (r->tries++ >= AGREE_TRIES) {
+    zkl__agreed(a, ZKL_EPROTO);
+    return;
+  }
+  r->repoch = c->conn_epoch;
+  if (gd->rc == ZOK && gd->data_len > 0) {
+    if ((size_t)gd->data_len == wl && memcmp(gd->data, want, wl) == 0) {
+      r->agreed = 1;
+      q->dir_czxid = gd->stat.czxid;
+      q->dir_version = gd->stat.version;
+      zkl__agreed(a, ZKL_OK);
+      return;
+    }
+    q->dir_czxid = 0; /* not ours: read it with every join */
+    if (leases_agree(a)) {
+      zkl__post_log(c, ZKL_LOG_WARN,
+                    "%s: says \"%.*s\", but the live leases say \"%s\", "
+                    "as this member does: joining",
+                    q->dir, gd->data_len > 64 ? 64 : gd->data_len, gd->data,
+                    want);
+      zkl__agreed(a, ZKL_OK);
+      return;
+    }
+    zkl__post_log(c, ZKL_LOG_ERROR,
+                  "%s: its members were made with \"%.*s\", this one "
+                  "with \"%s\": refusing to join",
+                  q->dir, gd->data_len > 64 ? 64 : gd->data_len, gd->data,
+                  want);
+    zkl__agreed(a, ZKL_EMISMATCH);
+    return;
+  }
+  if (gd->rc != ZOK && gd->rc != ZNONODE && !zkl__is_conn_error(gd->rc)) {
+    zkl__agreed(a, zkl__is_session_error(gd->rc) ? ZKL__RETRY : gd->rc);
+    return;
+  }
+  if (!a->sess || a->session_lost) {
+    zkl__agreed(a, ZKL__RETRY);
+    return;
+  }
+  r->rs = a->sess;
+  r->rs->refs++;
+  if (gd->rc == ZOK) { /* no data yet: ours, unless someone was first */
+    zkl__prep(a, &r->aux);
+    zkl__sent(
+        a, &r->aux,
+        zkl__set(&r->aux, r->rs, q->dir, want, (int)wl, gd->stat.version));
+    r->next = step_agree_set;
+    return;
+  }
+  agree_reread(a, ZKL_OK);
+}
+
+static void step_agree_set(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  int rc = r->aux.rc;
+  zkl__call_free(&r->aux);
+  if (rc == ZOK) {
+    zkl__session_put(a->q->c, r->rs);
+    r->rs = NULL;
+    r->agreed = 1;
+    a->q->dir_czxid = r->gd.stat.czxid;
+    a->q->dir_version = r->gd.stat.version + 1; /* our conditional write */
+    zkl__agreed(a, ZKL_OK);
+    return;
+  }
+  agree_reread(a, rc);
+}
+
+static void agree_reread(zkl__acq_t *a, int rc) {
+  zkl__run_t *r = a->run;
+  zkl__call_free(&r->gd);
+  zkl__prep(a, &r->gd);
+  if (rc == ZOK || rc == ZBADVERSION)
+    zkl__sent(a, &r->gd, zkl__get(&r->gd, r->rs, a->q->dir, 0));
+  else
+    r->gd.rc = rc;
+  r->next = step_agree_read;
+}
+
+static void agree_reconnected(zkl__acq_t *a, int rc) {
+  if (rc != ZKL_OK)
+    zkl__agreed(a, rc);
+  else
+    a->run->next = zkl__step_agree;
+}
+
+static void step_agree_read(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  zkl__session_t *s = r->rs;
+  zkl__session_put(a->q->c, s);
+  r->rs = NULL;
+  if (zkl__is_conn_error(r->gd.rc))
+    zkl__await_conn(a, s, r->repoch, agree_reconnected);
+  else
+    r->next = zkl__step_agree;
+}
