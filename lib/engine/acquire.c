@@ -23,15 +23,19 @@
 
 #include "internal.h"
 
-/* Most planted nodes one queue object remembers; past that, a queue full
- * of them is an attack we report instead of growing without bound. */
-#define IGNORED_MAX 1024
-
 /* How many times in a row a missing parent may make us retry: a container
  * parent can be reaped between our mkdir and our create, but not forever. */
 #define NONODE_RETRIES 8
 
+static void after_look(zkl__acq_t *a, int rc);
+static void join_failed(zkl__acq_t *a, int rc);
+static void step_join(zkl__acq_t *a);
+static void step_list_start(zkl__acq_t *a);
+static void step_position(zkl__acq_t *a);
+static void step_wait(zkl__acq_t *a);
+static void try_last(zkl__acq_t *a);
 static void step_joined(zkl__acq_t *a);
+static void agreed(zkl__acq_t *a, int rc);
 static void join_reconnected(zkl__acq_t *a, int rc);
 static void step_list(zkl__acq_t *a);
 static void step_listed(zkl__acq_t *a);
@@ -42,11 +46,63 @@ static void step_read_done(zkl__acq_t *a);
 static void step_try_read_done(zkl__acq_t *a);
 static void step_wait_eval(zkl__acq_t *a);
 
+/* What a look at the queue came to (a position, an owner's confirmation,
+ * a wait): hold, look again, join again, wait, or end. */
+static void after_look(zkl__acq_t *a, int rc) {
+  zkl__run_t *r = a->run;
+  if (rc == ZKL__HOLD) {
+    zkl__finish(a, ZKL_OK);
+    return;
+  }
+  r->first = 0;
+  if (rc == ZKL__RELIST) {
+    r->next = zkl__step_top;
+  } else if (rc == ZKL__RETRY) {
+    zkl__drop_node(a->q->c, a);
+    r->next = zkl__step_top;
+  } else if (rc != ZKL_OK) {
+    zkl__end_run(a, rc);
+  } else if (r->mode == ZKL__TRY) {
+    try_last(a);
+  } else {
+    r->next = step_wait;
+  }
+}
+
+/* A lock free now is taken whatever the deadline (as with
+ * pthread_mutex_timedlock): the deadline is not checked until our first
+ * look at the queue, which normally comes with the create, or after making
+ * the queue's missing parents on first use. Waits for the network still
+ * honour it, and so does every request that only trouble makes necessary,
+ * so that a slow or broken link makes us overrun the deadline by at most
+ * the round trip under way (and the delete of our node), not by one round
+ * trip per recovery step. */
+void zkl__step_top(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  zkl_client_t *c = a->q->c;
+  int rc = zkl__stopped(r);
+  if (rc != ZKL_OK) {
+    zkl__finish(a, rc);
+    return;
+  }
+  if (a->session_lost || (a->path && !a->sess))
+    zkl__drop_node(c, a);
+  if (!a->path && r->member) {
+    /* A new node of ours would be younger than the multi-lock's other
+     * nodes, and a wait on it could close a cycle: all or none again. */
+    zkl__finish(a, ZKL__AGAIN);
+    return;
+  }
+  r->epoch = c->conn_epoch;
+  r->have_list = r->fresh = 0;
+  r->next = a->path ? step_list_start : step_join;
+}
+
 /* ---- joining: create + getChildren in one round trip --------------------- */
 
 /* How a join ended, when it did not end with our node: ZKL__REJOIN (parents
  * made) keeps the first look lenient; ZKL__RETRY joins again. */
-void zkl__join_failed(zkl__acq_t *a, int rc) {
+static void join_failed(zkl__acq_t *a, int rc) {
   zkl__run_t *r = a->run;
   if (rc == ZKL__REJOIN) {
     r->next = zkl__step_top;
@@ -61,7 +117,7 @@ void zkl__join_failed(zkl__acq_t *a, int rc) {
     zkl__finish(a, rc);
 }
 
-void zkl__step_join(zkl__acq_t *a) {
+static void step_join(zkl__acq_t *a) {
   zkl__run_t *r = a->run;
   zkl__queue_t *q = a->q;
   zkl_client_t *c = q->c;
@@ -110,22 +166,6 @@ void zkl__step_join(zkl__acq_t *a) {
   r->next = step_joined;
 }
 
-/* Adopt a node we created (from a create reply, or found again by guid);
- * takes the run's reference to the session. */
-void zkl__adopt(zkl__acq_t *a, char *path, const struct Stat *st) {
-  zkl__run_t *r = a->run;
-  const char *base = strrchr(path, '/');
-  int kind;
-  a->path = path;
-  zkl__went_add(a->q->c, &a->own_went, path, a, -1);
-  a->czxid = st->czxid;
-  a->dversion = st->version;
-  a->sess = r->s;
-  r->s = NULL;
-  if (!zkl__name_parse(base ? base + 1 : path, &a->seq, &kind))
-    a->seq = 0;
-}
-
 static void step_joined(zkl__acq_t *a) {
   zkl__run_t *r = a->run;
   zkl_client_t *c = a->q->c;
@@ -159,25 +199,27 @@ static void step_joined(zkl__acq_t *a) {
     if (rc != ZOK) {
       zkl__session_put(c, r->s);
       r->s = NULL;
-      zkl__join_failed(a, rc);
+      join_failed(a, rc);
       return;
     }
+    r->back = join_failed;
     r->next = zkl__step_mkdir;
   } else if (zkl__is_conn_error(rc) || rc == ZKL_ENOMEM) {
+    r->back = join_failed;
     zkl__recover(a, rc == ZKL_ENOMEM ? 0 : r->epoch);
   } else if (zkl__is_session_error(rc)) {
     zkl__await_conn(a, r->s, r->epoch, join_reconnected);
   } else {
     zkl__session_put(c, r->s);
     r->s = NULL;
-    zkl__join_failed(a, rc);
+    join_failed(a, rc);
   }
 }
 
 static void join_reconnected(zkl__acq_t *a, int rc) {
   zkl__session_put(a->q->c, a->run->s);
   a->run->s = NULL;
-  zkl__join_failed(a, rc == ZKL_OK ? ZKL__RETRY : rc);
+  join_failed(a, rc == ZKL_OK ? ZKL__RETRY : rc);
 }
 
 /* Joined: our node is known, and r->ls may hold the listing that came
@@ -200,16 +242,34 @@ void zkl__joined(zkl__acq_t *a) {
            r->gd.stat.version != r->ls.stat.version))
         r->gd.rc = ZCONNECTIONLOSS;
       r->tries = 0;
+      r->back = agreed;
       r->next = zkl__step_agree;
       return;
     }
   }
-  zkl__agreed(a, ZKL_OK);
+  agreed(a, ZKL_OK);
+}
+
+/* Where the directory's agreement (recover.c) hands back; also the end of
+ * a join that needed none. */
+static void agreed(zkl__acq_t *a, int rc) {
+  zkl__run_t *r = a->run;
+  zkl__call_free(&r->gd);
+  if (rc != ZKL_OK || !r->have_list)
+    zkl__call_free(&r->ls);
+  if (rc == ZKL__RETRY) {
+    zkl__drop_node(a->q->c, a);
+    r->next = zkl__step_top;
+  } else if (rc != ZKL_OK) {
+    zkl__end_run(a, rc);
+  } else {
+    r->next = r->have_list ? step_position : step_list_start;
+  }
 }
 
 /* ---- listing the queue --------------------------------------------------- */
 
-void zkl__step_list_start(zkl__acq_t *a) {
+static void step_list_start(zkl__acq_t *a) {
   a->run->first = 0;
   a->run->epoch = a->q->c->conn_epoch;
   a->run->next = step_list;
@@ -267,7 +327,7 @@ static void step_listed(zkl__acq_t *a) {
   r->rs = NULL;
   if (rc == ZOK) {
     r->have_list = 1;
-    r->next = zkl__step_position;
+    r->next = step_position;
     return;
   }
   zkl__call_free(&r->ls);
@@ -282,37 +342,6 @@ static void step_listed(zkl__acq_t *a) {
 }
 
 /* ---- our place in the queue ---------------------------------------------- */
-
-/* Records a child that is not ephemeral: planted by an operator, a backup
- * restore or an attacker, it will never go by itself. Once per name. */
-static int ignore(zkl__queue_t *q, const char *name) {
-  char **n;
-  int i;
-  for (i = 0; i < q->nignored; i++)
-    if (strcmp(q->ignored[i], name) == 0)
-      return ZKL_OK;
-  if (q->nignored >= IGNORED_MAX)
-    return ZKL_EPROTO;
-  n = realloc(q->ignored, (size_t)(q->nignored + 1) * sizeof *n);
-  if (!n)
-    return ZKL_ENOMEM;
-  q->ignored = n;
-  if (!(n[q->nignored] = zkl__strdup(name)))
-    return ZKL_ENOMEM;
-  q->nignored++;
-  zkl__post_log(q->c, ZKL_LOG_WARN,
-                "%s/%s: not ephemeral (planted?): not waiting behind it",
-                q->dir, name);
-  return ZKL_OK;
-}
-
-int zkl__ignored(const zkl__queue_t *q, const char *name) {
-  int i;
-  for (i = 0; i < q->nignored; i++)
-    if (strcmp(q->ignored[i], name) == 0)
-      return 1;
-  return 0;
-}
 
 /* Finds our place in a listing, from our own node's point of view (see
  * policy.c). Returns ZKL__HOLD, ZKL_EMISMATCH (a lease before ours carries
@@ -379,7 +408,7 @@ static int peer_listed(const zkl__queue_t *q, const zkl__call_t *ls) {
   return 0;
 }
 
-void zkl__step_position(zkl__acq_t *a) {
+static void step_position(zkl__acq_t *a) {
   zkl__run_t *r = a->run;
   zkl__queue_t *q = a->q;
   int rc;
@@ -393,13 +422,13 @@ void zkl__step_position(zkl__acq_t *a) {
   if (rc == ZKL__HOLD)
     confirm(a, r->fresh);
   else
-    zkl__after_look(a, rc);
+    after_look(a, rc);
 }
 
 /* ---- whose node it is ---------------------------------------------------- */
 
 static void own_reconnected(zkl__acq_t *a, int rc) {
-  zkl__after_look(a, rc == ZKL_OK ? ZKL__RELIST : rc);
+  after_look(a, rc == ZKL_OK ? ZKL__RELIST : rc);
 }
 
 /* Reads our own node on our session, and lets the answer decide: still
@@ -412,11 +441,11 @@ static void read_own(zkl__acq_t *a, int if_mine) {
   zkl__session_t *s = a->sess;
   int rc;
   if (!s || s != c->sess || s->expired || a->session_lost || !a->path) {
-    zkl__after_look(a, ZKL__RETRY);
+    after_look(a, ZKL__RETRY);
     return;
   }
   if ((rc = zkl__stopped(r)) != ZKL_OK) {
-    zkl__after_look(a, rc);
+    after_look(a, rc);
     return;
   }
   r->if_mine = if_mine;
@@ -439,15 +468,15 @@ static void step_own_read(zkl__acq_t *a) {
   r->rs = NULL;
   if (mine) {
     a->revoked = 0;
-    zkl__after_look(a, r->if_mine);
+    after_look(a, r->if_mine);
   } else if (zkl__is_conn_error(rc)) {
     zkl__await_conn(a, s, r->repoch, own_reconnected);
   } else if (rc == ZOK || rc == ZNONODE) {
     if (a->tainted) /* zkl__gone() says why */
       a->revoked = 1;
-    zkl__after_look(a, zkl__gone(a));
+    after_look(a, zkl__gone(a));
   } else {
-    zkl__after_look(a, zkl__is_session_error(rc) ? ZKL__RETRY : rc);
+    after_look(a, zkl__is_session_error(rc) ? ZKL__RETRY : rc);
   }
 }
 
@@ -460,7 +489,7 @@ static void step_own_read(zkl__acq_t *a) {
 static void confirm(zkl__acq_t *a, int fresh) {
   if (!(a->q->flags & ZKL__Q_VERIFY_OWNER) && !a->tainted &&
       (fresh || a->own_watch == ZKL__OWN_OK))
-    zkl__after_look(a, ZKL__HOLD);
+    after_look(a, ZKL__HOLD);
   else
     read_own(a, ZKL__HOLD);
 }
@@ -479,13 +508,13 @@ static void check_revoked(zkl__acq_t *a) { read_own(a, ZKL__RELIST); }
  * follows. A watched node whose data changes is read again: its data may
  * prove we hold (a downgrade); a change never means it is gone. Ends with
  * ZKL__HOLD (zero-read hand-off), ZKL__RELIST, ZKL__RETRY, or an error. */
-void zkl__step_wait(zkl__acq_t *a) {
+static void step_wait(zkl__acq_t *a) {
   zkl__run_t *r = a->run;
   zkl_client_t *c = a->q->c;
   int rc, i;
   if ((rc = zkl__stopped(r)) != ZKL_OK) {
     zkl__waitset_free(&r->w);
-    zkl__after_look(a, rc);
+    after_look(a, rc);
     return;
   }
   r->waited = 1;
@@ -537,7 +566,7 @@ static void wait_end(zkl__acq_t *a, int rc) {
   else if (rc == ZKL__REVOKED)
     check_revoked(a);
   else
-    zkl__after_look(a, rc);
+    after_look(a, rc);
 }
 
 static void read_reconnected(zkl__acq_t *a, int rc) {
@@ -597,7 +626,7 @@ static void step_read_done(zkl__acq_t *a) {
       /* never goes by itself: do not wait behind it (its watch, left
        * set, fires into nobody's wait) */
       if (rc == ZKL_OK)
-        rc = ignore(a->q, strrchr(a->watch[i], '/') + 1);
+        rc = zkl__ignore(a->q, strrchr(a->watch[i], '/') + 1);
       if (rc == ZKL_OK)
         rc = ZKL__RELIST;
     } else if (g->rc == ZOK) {
@@ -638,7 +667,7 @@ static void step_read_done(zkl__acq_t *a) {
  * read in the same round trip (confirm()'s read). So zkl_rwlock_tryrdlock
  * and zkl_rwlock_timedrdlock agree after a downgrade; a try with nothing
  * such to read costs nothing more. */
-void zkl__try_last(zkl__acq_t *a) {
+static void try_last(zkl__acq_t *a) {
   zkl__run_t *r = a->run;
   zkl__queue_t *q = a->q;
   zkl_client_t *c = q->c;
@@ -681,9 +710,9 @@ static void step_try_read_done(zkl__acq_t *a) {
   zkl__call_free(&r->gd);
   zkl__waitset_free(&r->w);
   if (hold && mine)
-    zkl__after_look(a, ZKL__HOLD);
+    after_look(a, ZKL__HOLD);
   else if (hold && own_gone)
-    zkl__after_look(a, zkl__gone(a));
+    after_look(a, zkl__gone(a));
   else
     zkl__finish(a, ZKL_EBUSY);
 }

@@ -291,12 +291,14 @@ ZKL__HIDDEN int zkl__list_named(zkl_client_t *c, const char *root,
                                 const char *name, zkl_contender_t **out,
                                 size_t *count);
 
-/* ---- the machine (run.c, acquire.c, recover.c, release.c) ----------------
+/* ---- the machine (step.c, acquire.c, recover.c, release.c, run.c) -------
  * An acquisition is a run of steps; these are shared by the files of the
- * machine only. run.c moves it (advance, park, kick) and ends it; acquire.c
- * is the path every acquisition takes (join, list, position, wait);
- * recover.c the paths trouble takes (missing parents, a lost create reply,
- * the semaphore's directory data); release.c what a hold does later.
+ * machine only, which call each other in one direction: step.c holds the
+ * parts every step is made of (send, park, wake, end); recover.c the paths
+ * trouble takes (missing parents, a lost create reply, the semaphore's
+ * directory data), which hand the run back through r->back; acquire.c the
+ * path every acquisition takes (join, list, position, wait); run.c starts,
+ * waits for and settles runs; release.c what a hold does later.
  *
  * One int carries every result inside the engine: 0 is success (ZOK and
  * ZKL_OK), ZooKeeper's codes are -1 to -999, zklock's ZKL_E* -1000 and
@@ -337,6 +339,9 @@ struct zkl__run {
   int member; /* one node of a multi-lock's: never joins again alone */
 
   zkl__step_fn next; /* runs when nothing is in flight, not parked */
+  /* Where a trouble path (recover.c) hands the run back, with ZKL_OK, a
+   * look's outcome or an error: set by acquire.c before it goes there. */
+  void (*back)(zkl__acq_t *a, int rc);
   int inflight;     /* requests sent, not yet answered */
   int parked;       /* waiting for an event, or for wake_at */
   int64_t wake_at;  /* parked: when to look again unasked (-1: never) */
@@ -372,41 +377,36 @@ struct zkl__run {
   int polled, gone_all, gone_any, changed;
 };
 
-/* run.c */
-ZKL__HIDDEN void zkl__acq_free(zkl_client_t *c, zkl__acq_t *a);
-ZKL__HIDDEN void zkl__after_look(zkl__acq_t *a, int rc);
-ZKL__HIDDEN void zkl__await_conn(zkl__acq_t *a, zkl__session_t *s,
-                                 uint64_t epoch, void (*then)(zkl__acq_t *,
-                                 int));
-ZKL__HIDDEN void zkl__drop_node(zkl_client_t *c, zkl__acq_t *a);
-ZKL__HIDDEN void zkl__end_run(zkl__acq_t *a, int rc);
-ZKL__HIDDEN void zkl__finish(zkl__acq_t *a, int rc);
-ZKL__HIDDEN int zkl__gone(zkl__acq_t *a);
+/* step.c */
+ZKL__HIDDEN void zkl__waitset_free(zkl__waitset_t *w);
 ZKL__HIDDEN int zkl__is_session_error(int rc);
-ZKL__HIDDEN void zkl__kick(zkl__acq_t *a);
-ZKL__HIDDEN void zkl__park(zkl__acq_t *a, zkl__step_fn again, int64_t wake_at);
-ZKL__HIDDEN void zkl__prep(zkl__acq_t *a, zkl__call_t *call);
-ZKL__HIDDEN void zkl__sent(zkl__acq_t *a, zkl__call_t *call, int rc);
-ZKL__HIDDEN void zkl__step_top(zkl__acq_t *a);
 ZKL__HIDDEN int zkl__stopped(const zkl__run_t *r);
 ZKL__HIDDEN int zkl__stopped_strict(const zkl__run_t *r);
-ZKL__HIDDEN void zkl__waitset_free(zkl__waitset_t *w);
-/* acquire.c */
+ZKL__HIDDEN void zkl__advance(zkl__acq_t *a);
+ZKL__HIDDEN void zkl__kick(zkl__acq_t *a);
+ZKL__HIDDEN void zkl__park(zkl__acq_t *a, zkl__step_fn again, int64_t wake_at);
+ZKL__HIDDEN void zkl__finish(zkl__acq_t *a, int rc);
+ZKL__HIDDEN void zkl__prep(zkl__acq_t *a, zkl__call_t *call);
+ZKL__HIDDEN void zkl__sent(zkl__acq_t *a, zkl__call_t *call, int rc);
+ZKL__HIDDEN void zkl__await_conn(zkl__acq_t *a, zkl__session_t *s,
+                                 uint64_t epoch,
+                                 void (*then)(zkl__acq_t *, int));
+ZKL__HIDDEN void zkl__drop_node(zkl_client_t *c, zkl__acq_t *a);
+ZKL__HIDDEN void zkl__end_run(zkl__acq_t *a, int rc);
+ZKL__HIDDEN int zkl__gone(zkl__acq_t *a);
+ZKL__HIDDEN void zkl__acq_free(zkl_client_t *c, zkl__acq_t *a);
 ZKL__HIDDEN void zkl__adopt(zkl__acq_t *a, char *path, const struct Stat *st);
+/* queue.c */
+ZKL__HIDDEN int zkl__ignore(zkl__queue_t *q, const char *name);
 ZKL__HIDDEN int zkl__ignored(const zkl__queue_t *q, const char *name);
-ZKL__HIDDEN void zkl__join_failed(zkl__acq_t *a, int rc);
-ZKL__HIDDEN void zkl__joined(zkl__acq_t *a);
-ZKL__HIDDEN void zkl__step_join(zkl__acq_t *a);
-ZKL__HIDDEN void zkl__step_list_start(zkl__acq_t *a);
-ZKL__HIDDEN void zkl__step_position(zkl__acq_t *a);
-ZKL__HIDDEN void zkl__step_wait(zkl__acq_t *a);
-ZKL__HIDDEN void zkl__try_last(zkl__acq_t *a);
+/* release.c */
+ZKL__HIDDEN int zkl__remove_node(zkl_client_t *c, zkl__acq_t *a, int judge);
+ZKL__HIDDEN void zkl__relay(zkl__queue_t *q, zkl__acq_t *a);
+ZKL__HIDDEN void zkl__tidy_dir(zkl__queue_t *q);
 /* recover.c */
-ZKL__HIDDEN void zkl__agreed(zkl__acq_t *a, int rc);
+ZKL__HIDDEN void zkl__step_mkdir(zkl__acq_t *a);
 ZKL__HIDDEN void zkl__recover(zkl__acq_t *a, uint64_t epoch);
 ZKL__HIDDEN void zkl__step_agree(zkl__acq_t *a);
-ZKL__HIDDEN void zkl__step_mkdir(zkl__acq_t *a);
-/* release.c */
-ZKL__HIDDEN void zkl__relay(zkl__queue_t *q, zkl__acq_t *a);
-ZKL__HIDDEN int zkl__remove_node(zkl_client_t *c, zkl__acq_t *a, int judge);
-ZKL__HIDDEN void zkl__tidy_dir(zkl__queue_t *q);
+/* acquire.c */
+ZKL__HIDDEN void zkl__step_top(zkl__acq_t *a);
+ZKL__HIDDEN void zkl__joined(zkl__acq_t *a);

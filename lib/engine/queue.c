@@ -10,6 +10,10 @@
 
 #include "internal.h"
 
+/* Most planted nodes one queue object remembers; past that, a queue full
+ * of them is an attack we report instead of growing without bound. */
+#define IGNORED_MAX 1024
+
 static void queue_fini(zkl__queue_t *q);
 
 static int queue_init(zkl__queue_t *q, zkl_client_t *c,
@@ -104,4 +108,38 @@ void zkl__queue_cancel(zkl__queue_t *q) {
     }
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
+}
+
+/* ---- planted nodes -------------------------------------------------------- */
+
+/* Records a child that is not ephemeral: planted by an operator, a backup
+ * restore or an attacker, it will never go by itself. Once per name. */
+int zkl__ignore(zkl__queue_t *q, const char *name) {
+  char **n;
+  int i;
+  for (i = 0; i < q->nignored; i++)
+    if (strcmp(q->ignored[i], name) == 0)
+      return ZKL_OK;
+  if (q->nignored >= IGNORED_MAX)
+    return ZKL_EPROTO;
+  n = realloc(q->ignored, (size_t)(q->nignored + 1) * sizeof *n);
+  if (!n)
+    return ZKL_ENOMEM;
+  q->ignored = n;
+  if (!(n[q->nignored] = zkl__strdup(name)))
+    return ZKL_ENOMEM;
+  q->nignored++;
+  zkl__post_log(q->c, ZKL_LOG_WARN,
+                "%s/%s: not ephemeral (planted?): not waiting behind it",
+                q->dir, name);
+  return ZKL_OK;
+}
+
+/* Whether name is one of the planted children recorded by zkl__ignore. */
+int zkl__ignored(const zkl__queue_t *q, const char *name) {
+  int i;
+  for (i = 0; i < q->nignored; i++)
+    if (strcmp(q->ignored[i], name) == 0)
+      return 1;
+  return 0;
 }

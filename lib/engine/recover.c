@@ -4,8 +4,8 @@
  * The reply to our create was lost: find our node again by its guid, and
  * adopt it only if this very session owns it. A semaphore's directory data
  * says N: agree on it before holding. Each ends by handing the run back to
- * acquire.c (zkl__joined, zkl__step_list_start, zkl__step_position) or
- * with the reason the acquisition fails. Steps run as run.c says. */
+ * acquire.c through r->back, which it set before it came here, with a
+ * code: this file names no step of the happy path. Steps run as run.c says. */
 #include "config.h"
 
 #include <errno.h>
@@ -67,7 +67,7 @@ static void step_mkdir_done(zkl__acq_t *a) {
   r->mk = NULL;
   zkl__session_put(a->q->c, r->s);
   r->s = NULL;
-  zkl__join_failed(a, rc == ZOK ? ZKL__REJOIN
+  a->run->back(a, rc == ZOK ? ZKL__REJOIN
                       : zkl__is_conn_error(rc) || zkl__is_session_error(rc)
                           ? ZKL__RETRY
                           : rc);
@@ -94,7 +94,7 @@ static void recover_failed(zkl__acq_t *a, int rc) {
     zkl__defer_find_delete(c, r->s, a->q->dir, a->guid);
   zkl__session_put(c, r->s);
   r->s = NULL;
-  zkl__join_failed(a, rc);
+  a->run->back(a, rc);
 }
 
 static void recover_connected(zkl__acq_t *a, int rc) {
@@ -132,7 +132,7 @@ static void recover_result(zkl__acq_t *a, int rc) {
     zkl__defer_find_delete(a->q->c, r->s, a->q->dir, a->guid);
   zkl__session_put(a->q->c, r->s);
   r->s = NULL;
-  zkl__join_failed(a, rc == ZNONODE || zkl__is_session_error(rc) ? ZKL__RETRY
+  a->run->back(a, rc == ZNONODE || zkl__is_session_error(rc) ? ZKL__RETRY
                                                                  : rc);
 }
 
@@ -175,7 +175,7 @@ static void step_recover_stat(zkl__acq_t *a) {
     r->rec_path = NULL;
     zkl__call_free(&r->ls);
     r->ls.rc = ZCONNECTIONLOSS;
-    zkl__join_failed(a, ZKL_OK);
+    a->run->back(a, ZKL_OK);
     return;
   }
   free(r->rec_path);
@@ -184,21 +184,6 @@ static void step_recover_stat(zkl__acq_t *a) {
     recover_scan(a); /* gone, or not ours: the next one */
   else
     recover_result(a, rc);
-}
-
-void zkl__agreed(zkl__acq_t *a, int rc) {
-  zkl__run_t *r = a->run;
-  zkl__call_free(&r->gd);
-  if (rc != ZKL_OK || !r->have_list)
-    zkl__call_free(&r->ls);
-  if (rc == ZKL__RETRY) {
-    zkl__drop_node(a->q->c, a);
-    r->next = zkl__step_top;
-  } else if (rc != ZKL_OK) {
-    zkl__end_run(a, rc);
-  } else {
-    r->next = r->have_list ? zkl__step_position : zkl__step_list_start;
-  }
 }
 
 /* ---- the queue's directory data ------------------------------------------ */
@@ -273,7 +258,7 @@ void zkl__step_agree(zkl__acq_t *a) {
   const char *want = q->dir_data;
   size_t wl = strlen(want);
   if (r->tries++ >= AGREE_TRIES) {
-    zkl__agreed(a, ZKL_EPROTO);
+    a->run->back(a, ZKL_EPROTO);
     return;
   }
   r->repoch = c->conn_epoch;
@@ -282,7 +267,7 @@ void zkl__step_agree(zkl__acq_t *a) {
       r->agreed = 1;
       q->dir_czxid = gd->stat.czxid;
       q->dir_version = gd->stat.version;
-      zkl__agreed(a, ZKL_OK);
+      a->run->back(a, ZKL_OK);
       return;
     }
     q->dir_czxid = 0; /* not ours: read it with every join */
@@ -292,7 +277,7 @@ void zkl__step_agree(zkl__acq_t *a) {
                     "as this member does: joining",
                     q->dir, gd->data_len > 64 ? 64 : gd->data_len, gd->data,
                     want);
-      zkl__agreed(a, ZKL_OK);
+      a->run->back(a, ZKL_OK);
       return;
     }
     zkl__post_log(c, ZKL_LOG_ERROR,
@@ -300,15 +285,15 @@ void zkl__step_agree(zkl__acq_t *a) {
                   "with \"%s\": refusing to join",
                   q->dir, gd->data_len > 64 ? 64 : gd->data_len, gd->data,
                   want);
-    zkl__agreed(a, ZKL_EMISMATCH);
+    a->run->back(a, ZKL_EMISMATCH);
     return;
   }
   if (gd->rc != ZOK && gd->rc != ZNONODE && !zkl__is_conn_error(gd->rc)) {
-    zkl__agreed(a, zkl__is_session_error(gd->rc) ? ZKL__RETRY : gd->rc);
+    a->run->back(a, zkl__is_session_error(gd->rc) ? ZKL__RETRY : gd->rc);
     return;
   }
   if (!a->sess || a->session_lost) {
-    zkl__agreed(a, ZKL__RETRY);
+    a->run->back(a, ZKL__RETRY);
     return;
   }
   r->rs = a->sess;
@@ -334,7 +319,7 @@ static void step_agree_set(zkl__acq_t *a) {
     r->agreed = 1;
     a->q->dir_czxid = r->gd.stat.czxid;
     a->q->dir_version = r->gd.stat.version + 1; /* our conditional write */
-    zkl__agreed(a, ZKL_OK);
+    a->run->back(a, ZKL_OK);
     return;
   }
   agree_reread(a, rc);
@@ -353,7 +338,7 @@ static void agree_reread(zkl__acq_t *a, int rc) {
 
 static void agree_reconnected(zkl__acq_t *a, int rc) {
   if (rc != ZKL_OK)
-    zkl__agreed(a, rc);
+    a->run->back(a, rc);
   else
     a->run->next = zkl__step_agree;
 }

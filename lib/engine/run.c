@@ -1,21 +1,12 @@
-/* run.c: the machine every acquisition runs on, and its two faces.
+/* run.c: a run's life: start, wait, settle. The two faces of the machine.
  *
- * An acquisition is a run of steps (engine.h: struct zkl__run). A step runs
- * under c->mu and never waits: it sends requests (zkl__prep, zkl__sent) and
- * names the step that takes their answers, or parks until an event or a
- * time (zkl__park), or ends the run (zkl__finish). advance() runs steps
- * until one has requests in flight or is parked. Whoever makes progress
- * possible moves the machine on, on its own thread: the completion of the
- * last answer (ZooKeeper's completion thread), a watch or session event
- * (a->wake, which is zkl__kick), the event thread when a parked step's
- * time comes (zkl__runs_timers), a thread that cancels, or the blocking
- * caller itself.
- *
- * The two faces: zkl__queue_acquire starts a run and sleeps on a->cv until
- * it ends (every blocking call); zkl__queue_start starts one with a done()
- * that the event thread calls when it ends (async holds, multi-lock
- * members). settle() turns the end into a hold, or frees the acquisition
- * with its node deleted. */
+ * zkl__queue_acquire starts a run and sleeps on a->cv until it ends (every
+ * blocking call). zkl__queue_start starts one with a done() that the event
+ * thread calls when it ends (async holds, multi-lock members); the event
+ * thread also wakes parked runs whose time came (zkl__runs_timers).
+ * settle() turns the end into a hold, or frees the acquisition with its
+ * node deleted. The steps themselves are in acquire.c and recover.c, made
+ * of step.c's parts. */
 #include "config.h"
 
 #include <errno.h>
@@ -25,240 +16,8 @@
 
 #include "internal.h"
 
-static void step_conn(zkl__acq_t *a);
-
-void zkl__waitset_free(zkl__waitset_t *w) {
-  int i;
-  for (i = 0; i < w->plan.nwatch; i++)
-    free(w->paths[i]);
-  w->plan.nwatch = 0;
-}
-
-/* The session is over (ZSESSIONMOVED is not: see zkl__is_conn_error). */
-int zkl__is_session_error(int rc) {
-  return rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZCLOSING;
-}
-
-/* Why the acquisition must end now, or ZKL_OK. `lenient`: the deadline is
- * not checked (see zkl__step_top()). */
-static int halt(const zkl__run_t *r, int lenient) {
-  zkl_client_t *c = r->q->c;
-  if (c->stopping)
-    return ZKL_ECLOSED;
-  if (c->auth_failed)
-    return ZKL_EAUTH;
-  if (r->q->cancel_gen != r->gen || r->q->closed || r->abandoned)
-    return ZKL_ECANCELED;
-  if (r->deadline >= 0 && !lenient && zkl_now_ms() >= r->deadline)
-    return ZKL_ETIMEDOUT;
-  return ZKL_OK;
-}
-
-int zkl__stopped(const zkl__run_t *r) { return halt(r, r->first); }
-
-/* Before a request that only trouble makes necessary (a lost reply, a
- * failed listing): the deadline holds even on the first look. */
-int zkl__stopped_strict(const zkl__run_t *r) { return halt(r, 0); }
-
-/* ---- the machine --------------------------------------------------------- */
-
-static void advance(zkl__acq_t *a) {
-  zkl__run_t *r = a->run;
-  zkl_client_t *c = a->q->c;
-  while (!r->done && !r->inflight && !r->parked)
-    r->next(a);
-  if (!r->done_fn) {
-    /* the waiting thread sleeps until the end, or a parked step's time */
-    pthread_cond_broadcast(&a->cv);
-  } else if (r->done && !r->ended) {
-    /* Settled on the event thread: here, a watcher or a completion may
-     * be walking the acquisitions, and a must outlive its walk. */
-    r->ended = 1;
-    r->ended_next = c->ended;
-    c->ended = a;
-    pthread_cond_broadcast(&c->cv);
-  }
-}
-
-/* a->wake while a run is on a: a parked step runs again. */
-void zkl__kick(zkl__acq_t *a) {
-  zkl__run_t *r = a->run;
-  if (!r || r->done || !r->parked)
-    return;
-  r->parked = 0;
-  advance(a);
-}
-
-void zkl__park(zkl__acq_t *a, zkl__step_fn again, int64_t wake_at) {
-  zkl__run_t *r = a->run;
-  zkl_client_t *c = a->q->c;
-  r->next = again;
-  r->wake_at = wake_at;
-  r->parked = 1;
-  /* an asynchronous run's time is kept by the event thread */
-  if (r->done_fn && wake_at >= 0 && (!c->timer_due || wake_at < c->timer_due)) {
-    c->timer_due = wake_at;
-    if (!c->ev_wake_at || c->ev_wake_at > wake_at)
-      pthread_cond_broadcast(&c->cv);
-  }
-}
-
-void zkl__finish(zkl__acq_t *a, int rc) {
-  a->run->done = 1;
-  a->run->outcome = rc;
-}
-
-/* A request's answer: the step named in r->next takes them all. */
-static void on_reply(zkl__call_t *call) {
-  zkl__acq_t *a = call->ctx;
-  if (--a->run->inflight == 0)
-    advance(a);
-}
-
-void zkl__prep(zkl__acq_t *a, zkl__call_t *call) {
-  zkl__call_init_fn(call, a->q->c, on_reply, a);
-}
-
-/* Counts a request sent by zkl__<request>(); one the C client refused is
- * answered at once with its code. */
-void zkl__sent(zkl__acq_t *a, zkl__call_t *call, int rc) {
-  if (rc == ZOK) {
-    a->run->inflight++;
-  } else {
-    call->rc = rc;
-    call->done = 1;
-  }
-}
-
-/* Waits for a usable connection after a request failed on session s at
- * connection epoch `epoch`, then hands then() ZKL_OK or why the wait
- * ended. */
-void zkl__await_conn(zkl__acq_t *a, zkl__session_t *s, uint64_t epoch,
-                     void (*then)(zkl__acq_t *, int)) {
-  zkl__run_t *r = a->run;
-  r->cs = s;
-  r->cepoch = epoch;
-  r->then = then;
-  r->next = step_conn;
-}
-
-static void step_conn(zkl__acq_t *a) {
-  zkl__run_t *r = a->run;
-  zkl_client_t *c = a->q->c;
-  int rc = zkl__stopped(r);
-  if (rc == ZKL_OK && c->state == ZKL_CLIENT_CONNECTED &&
-      (c->conn_epoch != r->cepoch || c->sess != r->cs))
-    rc = ZKL_OK;
-  else if (rc == ZKL_OK && r->deadline >= 0 && zkl_now_ms() >= r->deadline)
-    rc = ZKL_ETIMEDOUT;
-  else if (rc == ZKL_OK) {
-    zkl__park(a, step_conn, r->deadline);
-    return;
-  }
-  r->then(a, rc);
-}
-
-/* Forget our node (it is gone with its session, or was deleted, or is
- * somebody else's now): never to be deleted by us. */
-void zkl__drop_node(zkl_client_t *c, zkl__acq_t *a) {
-  zkl__went_del(c, &a->own_went);
-  free(a->path);
-  a->path = NULL;
-  zkl__session_put(c, a->sess);
-  a->sess = NULL;
-  a->session_lost = 0;
-  a->revoked = 0;
-  a->own_watch = ZKL__OWN_NONE;
-}
-
-/* Decide, leaving our node alone when it is not ours to delete; one whose
- * data someone rewrote is still ours, and goes. */
-void zkl__end_run(zkl__acq_t *a, int rc) {
-  if (rc == ZKL_EREVOKED && a->tainted && a->path && a->sess)
-    zkl__defer_delete_now(a->q->c, a->sess, a->path);
-  if (rc == ZKL_EREVOKED)
-    zkl__drop_node(a->q->c, a);
-  zkl__finish(a, rc);
-}
-
-/* Our node is not where it must be, or not ours. Gone with an expired
- * session, it is no one's doing: join again. Deleted or replaced while
- * the session lives, it was revoked by another client, and joining again
- * at the tail behind its back would be wrong. */
-int zkl__gone(zkl__acq_t *a) {
-  zkl_client_t *c = a->q->c;
-  if (a->sess && a->sess == c->sess && !a->sess->expired && !a->session_lost) {
-    zkl__post_log(c, ZKL_LOG_WARN, "%s: our waiting node was %s",
-                  a->path ? a->path : a->q->dir,
-                  a->revoked ? "deleted or replaced by another client"
-                             : "deleted by another client");
-    return ZKL_EREVOKED;
-  }
-  return ZKL__RETRY;
-}
 
 /* ---- a look at the queue: the top of every pass -------------------------- */
-
-/* A lock free now is taken whatever the deadline (as with
- * pthread_mutex_timedlock): the deadline is not checked until our first
- * look at the queue, which normally comes with the create, or after making
- * the queue's missing parents on first use. Waits for the network still
- * honour it, and so does every request that only trouble makes necessary,
- * so that a slow or broken link makes us overrun the deadline by at most
- * the round trip under way (and the delete of our node), not by one round
- * trip per recovery step. */
-void zkl__step_top(zkl__acq_t *a) {
-  zkl__run_t *r = a->run;
-  zkl_client_t *c = a->q->c;
-  int rc = zkl__stopped(r);
-  if (rc != ZKL_OK) {
-    zkl__finish(a, rc);
-    return;
-  }
-  if (a->session_lost || (a->path && !a->sess))
-    zkl__drop_node(c, a);
-  if (!a->path && r->member) {
-    /* A new node of ours would be younger than the multi-lock's other
-     * nodes, and a wait on it could close a cycle: all or none again. */
-    zkl__finish(a, ZKL__AGAIN);
-    return;
-  }
-  r->epoch = c->conn_epoch;
-  r->have_list = r->fresh = 0;
-  r->next = a->path ? zkl__step_list_start : zkl__step_join;
-}
-
-/* What a look at the queue came to (a position, an owner's confirmation,
- * a wait): hold, look again, join again, wait, or end. */
-void zkl__after_look(zkl__acq_t *a, int rc) {
-  zkl__run_t *r = a->run;
-  if (rc == ZKL__HOLD) {
-    zkl__finish(a, ZKL_OK);
-    return;
-  }
-  r->first = 0;
-  if (rc == ZKL__RELIST) {
-    r->next = zkl__step_top;
-  } else if (rc == ZKL__RETRY) {
-    zkl__drop_node(a->q->c, a);
-    r->next = zkl__step_top;
-  } else if (rc != ZKL_OK) {
-    zkl__end_run(a, rc);
-  } else if (r->mode == ZKL__TRY) {
-    zkl__try_last(a);
-  } else {
-    r->next = zkl__step_wait;
-  }
-}
-
-void zkl__acq_free(zkl_client_t *c, zkl__acq_t *a) {
-  zkl__acq_unlink(c, a);
-  zkl__session_put(c, a->sess);
-  zkl__went_del(c, &a->own_went);
-  free(a->path);
-  pthread_cond_destroy(&a->cv);
-  free(a);
-}
 
 /* What a run leaves when it ends (it ends with nothing in flight). */
 static void run_free(zkl__run_t *r) {
@@ -347,7 +106,7 @@ int zkl__queue_start(zkl__queue_t *q, int mode, int shared, int64_t deadline_ms,
     return rc;
   zkl__acq_link(q->c, a);
   *out = a;
-  advance(a);
+  zkl__advance(a);
   return ZKL_OK;
 }
 
@@ -383,7 +142,7 @@ int zkl__queue_start_member(zkl__queue_t *q, int mode, int shared,
   memset(ls, 0, sizeof *ls);
   zkl__joined(a);
   *out = a;
-  advance(a);
+  zkl__advance(a);
   return ZKL_OK;
 }
 
