@@ -1,6 +1,6 @@
 /* rwmark.pml: a read-write writer's node whose data someone else rewrites
  * (lib/engine/acq.c on_verified with zkl__acq_data_intact, lib/engine/guard.c's check
- * of the node at a->dversion, lib/engine/queue.c zkl__queue_downgrade,
+ * of the node at a->dversion, lib/engine/release.c zkl__queue_downgrade,
  * zkl__queue_verify and remove_node), checked with spin.
  * model/README.md ("The downgrade mark") says what is modelled and what
  * is left out; scripts/model.sh runs the checks.

@@ -1,4 +1,4 @@
-/* zklock.pml: the queue protocol of lib/engine/queue.c (F1, F3, F4 fixed), with
+/* zklock.pml: the queue protocol of lib/engine/ (F1, F3, F4 fixed), with
  * the read-write lock's conflict rule (READERS), checked
  * with spin. ZooKeeper as zklock relies on it, N contenders running
  * today's steps under the names of the C functions they stand for, and a
@@ -912,7 +912,7 @@ end_client:
   od
 }
 
-/* ---- the user thread: lib/engine/queue.c -------------------------------------- */
+/* ---- the user thread: lib/engine/run.c, acquire.c ---------------------------- */
 
 /* Answers already read are forgotten before a long wait, so that stale
  * values do not multiply states. */

@@ -46,6 +46,8 @@ static void step_read_done(zkl__acq_t *a);
 static void step_try_read_done(zkl__acq_t *a);
 static void step_wait_eval(zkl__acq_t *a);
 
+/* ---- a look at the queue: the top of every pass ------------------------- */
+
 /* What a look at the queue came to (a position, an owner's confirmation,
  * a wait): hold, look again, join again, wait, or end. */
 static void after_look(zkl__acq_t *a, int rc) {

@@ -44,6 +44,7 @@ static int stat_own(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a, int sync,
   zkl__session_put(c, s); /* a->sess or the caller keeps it alive */
   return rc;
 }
+
 /* A delete that landed vouches for the hold only with a read, just
  * before it, that found our node: without one (the read failed, or found
  * no node and someone created one at our name between the two) what we
@@ -64,6 +65,14 @@ static int vouched(zkl_client_t *c, const zkl__acq_t *a, zkl__session_t *s,
   return !why;
 }
 
+/* Whether q's directory is this object's to delete, as far as it knows
+ * (under c->mu): made by it, its node alone there at the last look, no
+ * other library's node ever seen in it, and not kept for kazoo. */
+static int dir_ours(const zkl__queue_t *q) {
+  return q->dir_made && q->dir_alone && !q->dir_peer &&
+         !(q->flags & ZKL__Q_KEEP_DIR);
+}
+
 /* Deletes our node and forgets it; under c->mu. Returns the delete's
  * ZooKeeper code (ZOK when there was nothing to delete). When the
  * connection is down the delete is left to the event thread; with `judge`
@@ -78,14 +87,6 @@ static int vouched(zkl_client_t *c, const zkl__acq_t *a, zkl__session_t *s,
  * committed through another server in that very instant) is judged as
  * after the unlock. A sync ahead of the read would close that instant, at
  * the cost of a round trip to the leader on every unlock. */
-/* Whether q's directory is this object's to delete, as far as it knows
- * (under c->mu): made by it, its node alone there at the last look, no
- * other library's node ever seen in it, and not kept for kazoo. */
-static int dir_ours(const zkl__queue_t *q) {
-  return q->dir_made && q->dir_alone && !q->dir_peer &&
-         !(q->flags & ZKL__Q_KEEP_DIR);
-}
-
 int zkl__remove_node(zkl_client_t *c, zkl__acq_t *a, int judge) {
   zkl__session_t *s = a->sess;
   zkl__queue_t *q = a->q;

@@ -16,9 +16,6 @@
 
 #include "internal.h"
 
-
-/* ---- a look at the queue: the top of every pass -------------------------- */
-
 /* What a run leaves when it ends (it ends with nothing in flight). */
 static void run_free(zkl__run_t *r) {
   zkl__call_free(&r->cr);
