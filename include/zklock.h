@@ -48,7 +48,14 @@
  *
  * TIME
  *   Deadlines are absolute, in milliseconds of CLOCK_MONOTONIC as returned by
- *   zkl_now_ms(). A deadline is not restarted when a wait wakes up.
+ *   zkl_now_ms(). A deadline is not restarted when a wait wakes up. Every
+ *   deadline_ms argument follows one rule:
+ *     ZKL_NO_DEADLINE  none: the call waits for as long as it takes;
+ *     any other value  the time to give up at, with ZKL_ETIMEDOUT. One
+ *                      already past, any negative value included, waits
+ *                      for nothing: an acquire still takes a lock it finds
+ *                      free at its first look (zkl_mutex_timedlock()), and
+ *                      a wait for a state (connected, leading) looks once.
  */
 #ifndef ZKLOCK_H
 #define ZKLOCK_H
@@ -125,6 +132,14 @@ ZKL_EXTERN const char *zkl_version(void);
 
 /* Milliseconds of CLOCK_MONOTONIC: the clock of every deadline. */
 ZKL_EXTERN int64_t zkl_now_ms(void);
+
+/*
+ * The deadline that never comes (see TIME). It is the largest int64_t, so
+ * that "zkl_now_ms() < deadline" holds for it with no special case and a
+ * negative value is left free to mean "passed". Pass it as it is: adding
+ * to it overflows.
+ */
+#define ZKL_NO_DEADLINE INT64_MAX
 
 typedef enum zkl_log_level {
   ZKL_LOG_ERROR = 1,
@@ -273,8 +288,10 @@ ZKL_EXTERN int zkl_client_fd(const zkl_client_t *client);
 ZKL_EXTERN int zkl_client_dispatch(zkl_client_t *client);
 
 /*
- * Wait until the client is connected, or until deadline_ms (zkl_now_ms()
- * clock; negative = no deadline). Returns ZKL_OK, ZKL_ETIMEDOUT, ZKL_EINVAL.
+ * Wait until the client is connected, or until deadline_ms (see TIME:
+ * ZKL_NO_DEADLINE waits for ever; one already past, negative included,
+ * only looks). Returns ZKL_OK (connected), ZKL_ETIMEDOUT, ZKL_EAUTH,
+ * ZKL_ECLOSED, ZKL_EINVAL, ZKL_EFORKED.
  */
 ZKL_EXTERN int zkl_client_wait_connected(zkl_client_t *client,
                                          int64_t deadline_ms);
@@ -439,17 +456,19 @@ ZKL_EXTERN int zkl_mutex_lock(zkl_mutex_t *mutex);
 ZKL_EXTERN int zkl_mutex_trylock(zkl_mutex_t *mutex);
 
 /*
- * Acquire, giving up at deadline_ms (absolute, zkl_now_ms() clock) with
- * ZKL_ETIMEDOUT; our node is removed before returning. No new request is
- * sent once the deadline has passed, but a request already sent is waited
- * for, and so is the delete of our node: the call may return later than
+ * Acquire, giving up at deadline_ms (see TIME) with ZKL_ETIMEDOUT; our
+ * node is removed before returning. No new request is sent once the
+ * deadline has passed, but a request already sent is waited for, and so
+ * is the delete of our node: the call may return later than
  * the deadline by at most two ZooKeeper round trips (each bounded by the
  * session's receive timeout). If the connection is down, or our node's
  * name is not known yet because the create's reply was lost, the client's
  * event thread deletes the node after reconnecting (finding it by its
  * guid) instead. A lock that is free at our first look at the queue
  * (which comes with the create) is taken even if the deadline has passed
- * meanwhile, so a deadline already past behaves like zkl_mutex_trylock().
+ * meanwhile, so a deadline already past (0, or any negative value)
+ * behaves like zkl_mutex_trylock() with ZKL_ETIMEDOUT for ZKL_EBUSY.
+ * ZKL_NO_DEADLINE makes it zkl_mutex_lock(), ZKL_EDEADLK included.
  */
 ZKL_EXTERN int zkl_mutex_timedlock(zkl_mutex_t *mutex, int64_t deadline_ms);
 
@@ -640,10 +659,10 @@ ZKL_EXTERN int zkl_rwlock_create(zkl_rwlock_t **out, zkl_client_t *client,
 ZKL_EXTERN int zkl_rwlock_destroy(zkl_rwlock_t *rw);
 
 /*
- * Acquire in read mode, blocking, trying, or until deadline_ms. A thread
- * that already holds read or write only counts. The codes, the deadline
- * and what is left behind are those of zkl_mutex_lock(),
- * zkl_mutex_trylock() and zkl_mutex_timedlock().
+ * Acquire in read mode, blocking, trying, or until deadline_ms (see
+ * TIME). A thread that already holds read or write only counts. The
+ * codes, the deadline and what is left behind are those of
+ * zkl_mutex_lock(), zkl_mutex_trylock() and zkl_mutex_timedlock().
  *
  * A try and a timed acquire agree: when the only conflict ahead of our
  * node is one zklock writer (named as ours are), tryrdlock reads that
@@ -797,7 +816,9 @@ ZKL_EXTERN int zkl_semaphore_create(zkl_semaphore_t **out,
 
 /*
  * Take one lease: blocking, trying (ZKL_EBUSY when all N are held or
- * waited for), or until deadline_ms (ZKL_ETIMEDOUT). *lease is set on
+ * waited for), or until deadline_ms (ZKL_ETIMEDOUT; see TIME, and
+ * zkl_mutex_timedlock() for a deadline already past or ZKL_NO_DEADLINE,
+ * which makes it zkl_semaphore_acquire()). *lease is set on
  * ZKL_OK; release it with zkl_lease_release(). An uncontended acquire is
  * one round trip: the create and the listing, and on an object's first
  * acquire a read of the directory's max=N in the same round trip; once
@@ -867,9 +888,11 @@ ZKL_EXTERN int zkl_lease_node_path(const zkl_lease_t *lease, char *buf,
  *   ZKL_EREVOKED, ZKL_EMISMATCH, ZKL_EAUTH, ...  as for the blocking call.
  * On any outcome but ZKL_OK, `hold` is freed when fn returns.
  *
- * The deadline is absolute (zkl_now_ms() time); negative waits for ever.
- * As with zkl_mutex_timedlock(), a lock found free at the first look is
- * taken even past it: 0 makes a try that never waits in the queue.
+ * deadline_ms follows TIME: ZKL_NO_DEADLINE waits for ever. As with
+ * zkl_mutex_timedlock(), a lock found free at the first look is taken
+ * even past the deadline: one already past (0, or any negative value)
+ * makes a try that never waits in the queue, and fn gets ZKL_OK or
+ * ZKL_ETIMEDOUT.
  *
  * An asynchronous hold belongs to no thread. It is never reentrant, and
  * a thread's blocking hold never covers it, nor the other way round: on
@@ -994,8 +1017,10 @@ ZKL_EXTERN int zkl_election_create(zkl_election_t **out, zkl_client_t *client,
 ZKL_EXTERN int zkl_election_join(zkl_election_t *e);
 
 /*
- * Wait until this candidate leads, or until deadline_ms (zkl_now_ms()
- * clock; negative = no deadline). Joins first if not campaigning.
+ * Wait until this candidate leads, or until deadline_ms (see TIME:
+ * ZKL_NO_DEADLINE waits for ever; one already past, negative included,
+ * returns at once, ZKL_ETIMEDOUT unless the campaign is over). Joins
+ * first if not campaigning, and a timeout leaves the campaign running.
  * Returns ZKL_OK (leader), ZKL_ETIMEDOUT (still campaigning), ZKL_ELOST
  * (the candidacy ended: lost or resigned), ZKL_EINVAL, or the error that
  * ended the campaign (ZKL_EREVOKED: another client deleted our node;
@@ -1136,8 +1161,8 @@ ZKL_EXTERN int zkl_multilock_create(zkl_multilock_t **out,
 /*
  * Acquire every member: blocking, trying (ZKL_EBUSY when any member would
  * have to wait), or until deadline_ms (ZKL_ETIMEDOUT; one deadline for the
- * whole set). Uncontended: two round trips (the transaction with the
- * listings, then a read of the shared creation zxid). ZKL_OK only if
+ * whole set; see TIME). Uncontended: two round trips (the transaction
+ * with the listings, then a read of the shared creation zxid). ZKL_OK only if
  * every member holds at that instant: when any member had to wait, every
  * node is read once more after the last grant (one round trip), and a
  * node someone deleted meanwhile makes the set start over. On any error no node

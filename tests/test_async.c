@@ -22,6 +22,7 @@ struct seen {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int calls, ok, timedout, canceled, other;
+  int rc;                 /* the last outcome */
   int inside, max_inside; /* holds of one name at once */
   pthread_t thread;       /* where the last callback ran */
   zkl_hold_t *last;
@@ -38,6 +39,7 @@ static void on_hold(zkl_hold_t *h, int rc, void *arg) {
   struct seen *s = arg;
   pthread_mutex_lock(&s->mu);
   s->calls++;
+  s->rc = rc;
   s->thread = pthread_self();
   if (rc == ZKL_OK) {
     s->ok++;
@@ -101,7 +103,7 @@ static void test_granted_released_elsewhere(void) {
   new_root();
   m = mutex(c, "free");
   seen_init(&s);
-  CHECK_RC(zkl_mutex_lock_async(m, -1, on_hold, &s, &h), ZKL_OK);
+  CHECK_RC(zkl_mutex_lock_async(m, ZKL_NO_DEADLINE, on_hold, &s, &h), ZKL_OK);
   CHECK(h != NULL);
   CHECK_INT(seen_wait(&s, 1, 10000), ==, 1);
   CHECK_INT(s.ok, ==, 1);
@@ -123,9 +125,11 @@ static void test_granted_released_elsewhere(void) {
   CHECK_RC(zkl_mutex_destroy(m), ZKL_OK);
   /* bad input: no callback, no hold */
   m = mutex(c, "free");
-  CHECK_RC(zkl_mutex_lock_async(NULL, -1, on_hold, &s, &h), ZKL_EINVAL);
-  CHECK_RC(zkl_mutex_lock_async(m, -1, NULL, &s, &h), ZKL_EINVAL);
-  CHECK_RC(zkl_mutex_lock_async(m, -1, on_hold, &s, NULL), ZKL_EINVAL);
+  CHECK_RC(zkl_mutex_lock_async(NULL, ZKL_NO_DEADLINE, on_hold, &s, &h),
+           ZKL_EINVAL);
+  CHECK_RC(zkl_mutex_lock_async(m, ZKL_NO_DEADLINE, NULL, &s, &h), ZKL_EINVAL);
+  CHECK_RC(zkl_mutex_lock_async(m, ZKL_NO_DEADLINE, on_hold, &s, NULL),
+           ZKL_EINVAL);
   CHECK_RC(zkl_hold_release(NULL), ZKL_EINVAL);
   CHECK_RC(zkl_hold_cancel(NULL), ZKL_EINVAL);
   CHECK_INT(zkl_hold_state(NULL), ==, ZKL_EINVAL);
@@ -149,7 +153,8 @@ static void test_queue_cancel_deadline(void) {
   seen_init(&s);
   CHECK_RC(zkl_mutex_lock(m2), ZKL_OK);
   for (i = 0; i < 3; i++)
-    CHECK_RC(zkl_mutex_lock_async(m, -1, on_hold, &s, &h[i]), ZKL_OK);
+    CHECK_RC(zkl_mutex_lock_async(m, ZKL_NO_DEADLINE, on_hold, &s, &h[i]),
+             ZKL_OK);
   t0 = zkl_now_ms();
   CHECK_RC(zkl_mutex_lock_async(m, t0 + 500, on_hold, &s, &h[3]), ZKL_OK);
   CHECK_INT(seen_wait(&s, 1, 10000), ==, 1);
@@ -175,7 +180,8 @@ static void test_queue_cancel_deadline(void) {
   CHECK_RC(zkl_hold_release(h[2]), ZKL_OK);
   CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
   /* and an async one behind this thread's hold */
-  CHECK_RC(zkl_mutex_lock_async(m, -1, on_hold, &s, &h[0]), ZKL_OK);
+  CHECK_RC(zkl_mutex_lock_async(m, ZKL_NO_DEADLINE, on_hold, &s, &h[0]),
+           ZKL_OK);
   usleep(200 * 1000);
   CHECK_INT(calls_now(&s), ==, 3);
   CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
@@ -184,13 +190,88 @@ static void test_queue_cancel_deadline(void) {
   CHECK_INT(s.canceled + s.other, ==, 0);
   /* the object's cancel ends pending ones with a callback */
   CHECK_RC(zkl_mutex_lock(m2), ZKL_OK);
-  CHECK_RC(zkl_mutex_lock_async(m, -1, on_hold, &s, &h[0]), ZKL_OK);
+  CHECK_RC(zkl_mutex_lock_async(m, ZKL_NO_DEADLINE, on_hold, &s, &h[0]),
+           ZKL_OK);
   QUEUED("q", 2);
   CHECK_RC(zkl_mutex_cancel(m), ZKL_OK);
   CHECK_INT(seen_wait(&s, 5, 10000), ==, 5);
   CHECK_INT(s.canceled, ==, 1);
   QUEUED("q", 1);
   CHECK_RC(zkl_mutex_unlock(m2), ZKL_OK);
+  CHECK_RC(zkl_mutex_destroy(m), ZKL_OK);
+  CHECK_RC(zkl_mutex_destroy(m2), ZKL_OK);
+  zkl_client_destroy(c);
+  zkl_client_destroy(c2);
+}
+
+/* Waits for the one callback of h, seen by s: its outcome, or, when it
+ * did not come within 5 s, 1, which no outcome is (h is then cancelled,
+ * so that the test fails instead of hanging). */
+static int outcome(struct seen *s, zkl_hold_t *h) {
+  if (seen_wait(s, 1, 5000) == 0) {
+    CHECK_RC(zkl_hold_cancel(h), ZKL_OK);
+    return 1;
+  }
+  return s->rc;
+}
+
+/* The deadline rule (zklock.h, TIME): a negative deadline has passed. A
+ * lock free at the first look is still taken (ZKL_OK), behind a holder
+ * the callback says ZKL_ETIMEDOUT at once, for every kind of object;
+ * ZKL_NO_DEADLINE waits for the holder. */
+static void test_negative_deadline_passed(void) {
+  zkl_client_t *c = client(10000), *c2 = client(10000);
+  zkl_mutex_t *m, *m2;
+  zkl_rwlock_t *rw = NULL;
+  zkl_rwlock_options_t ro = {0};
+  zkl_semaphore_t *sem = NULL, *sem2 = NULL;
+  zkl_semaphore_options_t so = {0};
+  zkl_lease_t *l = NULL;
+  zkl_hold_t *h[5];
+  struct seen s[5];
+  int64_t t0;
+  int i;
+  new_root();
+  ro.root = so.root = root;
+  m = mutex(c, "neg");
+  m2 = mutex(c2, "neg");
+  CHECK_RC(zkl_rwlock_create(&rw, c, "neg", &ro), ZKL_OK);
+  CHECK_RC(zkl_semaphore_create(&sem, c, "negsem", 1, &so), ZKL_OK);
+  CHECK_RC(zkl_semaphore_create(&sem2, c2, "negsem", 1, &so), ZKL_OK);
+  for (i = 0; i < 5; i++)
+    seen_init(&s[i]);
+  CHECK_RC(zkl_mutex_lock_async(m, -1, on_hold, &s[0], &h[0]), ZKL_OK);
+  CHECK_RC(outcome(&s[0], h[0]), ZKL_OK); /* free: a try */
+  if (s[0].ok)
+    CHECK_RC(zkl_hold_release(h[0]), ZKL_OK);
+  CHECK_RC(zkl_mutex_lock(m2), ZKL_OK);
+  CHECK_RC(zkl_semaphore_acquire(sem2, &l), ZKL_OK);
+  t0 = zkl_now_ms();
+  CHECK_RC(zkl_mutex_lock_async(m, -1, on_hold, &s[1], &h[1]), ZKL_OK);
+  CHECK_RC(zkl_rwlock_rdlock_async(rw, -1000, on_hold, &s[2], &h[2]), ZKL_OK);
+  CHECK_RC(zkl_rwlock_wrlock_async(rw, INT64_MIN, on_hold, &s[3], &h[3]),
+           ZKL_OK);
+  CHECK_RC(zkl_semaphore_acquire_async(sem, -1, on_hold, &s[4], &h[4]),
+           ZKL_OK);
+  for (i = 1; i < 5; i++)
+    CHECK_RC(outcome(&s[i], h[i]), ZKL_ETIMEDOUT);
+  CHECK_INT(zkl_now_ms() - t0, <, 5000);
+  QUEUED("neg", 1);
+  QUEUED("negsem", 1);
+  /* the constant waits for the holder */
+  seen_init(&s[0]);
+  CHECK_RC(zkl_mutex_lock_async(m, ZKL_NO_DEADLINE, on_hold, &s[0], &h[0]),
+           ZKL_OK);
+  usleep(300 * 1000);
+  CHECK_INT(calls_now(&s[0]), ==, 0);
+  CHECK_RC(zkl_mutex_unlock(m2), ZKL_OK);
+  CHECK_RC(outcome(&s[0], h[0]), ZKL_OK);
+  if (s[0].ok)
+    CHECK_RC(zkl_hold_release(h[0]), ZKL_OK);
+  CHECK_RC(zkl_lease_release(l), ZKL_OK);
+  CHECK_RC(zkl_rwlock_destroy(rw), ZKL_OK);
+  CHECK_RC(zkl_semaphore_destroy(sem), ZKL_OK);
+  CHECK_RC(zkl_semaphore_destroy(sem2), ZKL_OK);
   CHECK_RC(zkl_mutex_destroy(m), ZKL_OK);
   CHECK_RC(zkl_mutex_destroy(m2), ZKL_OK);
   zkl_client_destroy(c);
@@ -212,7 +293,8 @@ static void *race_main(void *arg) {
   for (i = 0; i < r->n; i++) {
     zkl_hold_t *h = NULL;
     int rc;
-    CHECK_RC(zkl_mutex_lock_async(r->m, -1, on_hold, r->s, &h), ZKL_OK);
+    CHECK_RC(zkl_mutex_lock_async(r->m, ZKL_NO_DEADLINE, on_hold, r->s, &h),
+             ZKL_OK);
     usleep((useconds_t)(rand_r(&r->seed) % 8000));
     rc = zkl_hold_cancel(h);
     if (rc == ZKL_OK) {
@@ -276,10 +358,13 @@ static void test_rwlock_and_semaphore(void) {
   CHECK_RC(zkl_rwlock_create(&rw, c, "rw", &ro), ZKL_OK);
   CHECK_RC(zkl_semaphore_create(&sem, c, "sem", 2, &so), ZKL_OK);
   seen_init(&s);
-  CHECK_RC(zkl_rwlock_rdlock_async(rw, -1, on_hold, &s, &h[0]), ZKL_OK);
-  CHECK_RC(zkl_rwlock_rdlock_async(rw, -1, on_hold, &s, &h[1]), ZKL_OK);
+  CHECK_RC(zkl_rwlock_rdlock_async(rw, ZKL_NO_DEADLINE, on_hold, &s, &h[0]),
+           ZKL_OK);
+  CHECK_RC(zkl_rwlock_rdlock_async(rw, ZKL_NO_DEADLINE, on_hold, &s, &h[1]),
+           ZKL_OK);
   CHECK_INT(seen_wait(&s, 2, 10000), ==, 2); /* readers share */
-  CHECK_RC(zkl_rwlock_wrlock_async(rw, -1, on_hold, &s, &h[2]), ZKL_OK);
+  CHECK_RC(zkl_rwlock_wrlock_async(rw, ZKL_NO_DEADLINE, on_hold, &s, &h[2]),
+           ZKL_OK);
   usleep(200 * 1000);
   CHECK_INT(calls_now(&s), ==, 2);
   CHECK_RC(zkl_hold_release(h[0]), ZKL_OK);
@@ -288,8 +373,9 @@ static void test_rwlock_and_semaphore(void) {
   CHECK(s.last == h[2]);
   CHECK_RC(zkl_hold_release(h[2]), ZKL_OK);
   for (i = 0; i < 3; i++)
-    CHECK_RC(zkl_semaphore_acquire_async(sem, -1, on_hold, &s, &h[i]),
-             ZKL_OK);
+    CHECK_RC(
+        zkl_semaphore_acquire_async(sem, ZKL_NO_DEADLINE, on_hold, &s, &h[i]),
+        ZKL_OK);
   CHECK_INT(seen_wait(&s, 5, 10000), ==, 5);
   usleep(200 * 1000);
   CHECK_INT(calls_now(&s), ==, 5); /* two leases */
@@ -318,7 +404,7 @@ static void test_dispatched(void) {
   new_root();
   m = mutex(c, "d");
   seen_init(&s);
-  CHECK_RC(zkl_mutex_lock_async(m, -1, on_hold, &s, &h), ZKL_OK);
+  CHECK_RC(zkl_mutex_lock_async(m, ZKL_NO_DEADLINE, on_hold, &s, &h), ZKL_OK);
   usleep(300 * 1000);
   CHECK_INT(calls_now(&s), ==, 0); /* granted by now, not delivered */
   end = zkl_now_ms() + 10000;
@@ -330,7 +416,7 @@ static void test_dispatched(void) {
   CHECK(pthread_equal(s.thread, pthread_self()));
   CHECK_RC(zkl_hold_release(h), ZKL_OK);
   /* granted but not dispatched: a cancel takes it back unseen */
-  CHECK_RC(zkl_mutex_lock_async(m, -1, on_hold, &s, &h), ZKL_OK);
+  CHECK_RC(zkl_mutex_lock_async(m, ZKL_NO_DEADLINE, on_hold, &s, &h), ZKL_OK);
   usleep(300 * 1000);
   CHECK_INT(queue_count("d"), ==, 1);
   CHECK_RC(zkl_hold_cancel(h), ZKL_OK);
@@ -461,7 +547,8 @@ static void test_ten_thousand_pending(void) {
   t0 = zkl_now_ms();
   for (j = 0; j < PER_NAME; j++)
     for (i = 0; i < NAMES; i++)
-      CHECK_RC(zkl_mutex_lock_async(m[i], -1, on_hold_pooled, &s[i], &h),
+      CHECK_RC(zkl_mutex_lock_async(m[i], ZKL_NO_DEADLINE, on_hold_pooled,
+                                    &s[i], &h),
                ZKL_OK);
   /* every node made and listed: all of them wait */
   for (i = 0; i < 2000; i++) {
@@ -538,6 +625,7 @@ int main(void) {
   admin_open();
   RUN(test_granted_released_elsewhere);
   RUN(test_queue_cancel_deadline);
+  RUN(test_negative_deadline_passed);
   RUN(test_cancel_races);
   RUN(test_rwlock_and_semaphore);
   RUN(test_dispatched);

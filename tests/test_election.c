@@ -1,5 +1,7 @@
 /* test_election.c: leader election against a real ensemble. */
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
@@ -51,7 +53,34 @@ static int leaders(void) {
   return n;
 }
 
+/* zkl_election_wait() on a thread of its own, so that a wait that should
+ * have ended at once fails the test instead of hanging it. */
+struct waiter {
+  zkl_election_t *e;
+  int64_t deadline;
+  int rc;
+  atomic_int done;
+  pthread_t t;
+};
+
+static void *waiter_main(void *arg) {
+  struct waiter *w = arg;
+  w->rc = zkl_election_wait(w->e, w->deadline);
+  atomic_store(&w->done, 1);
+  return NULL;
+}
+
+static void waiter_start(struct waiter *w, zkl_election_t *e,
+                         int64_t deadline) {
+  w->e = e;
+  w->deadline = deadline;
+  w->rc = 0;
+  atomic_store(&w->done, 0);
+  pthread_create(&w->t, NULL, waiter_main, w);
+}
+
 static void test_elect_and_fail_over(void) {
+  struct waiter passed, none;
   char id[16];
   zkl_contender_t *list = NULL;
   size_t n = 0;
@@ -77,6 +106,15 @@ static void test_elect_and_fail_over(void) {
   CHECK_RC(zkl_election_wait(el[0], zkl_now_ms() + 10000), ZKL_OK);
   CHECK_RC(zkl_election_join(el[0]), ZKL_EBUSY);
   CHECK_RC(zkl_election_wait(el[1], zkl_now_ms() + 300), ZKL_ETIMEDOUT);
+  /* the deadline rule (zklock.h, TIME): a negative deadline has passed,
+   * ZKL_ETIMEDOUT at once while campaigning; ZKL_NO_DEADLINE waits for
+   * the term (after the resignation below) */
+  waiter_start(&passed, el[1], -1);
+  waiter_start(&none, el[1], ZKL_NO_DEADLINE);
+  WAIT_FOR(atomic_load(&passed.done), 3000);
+  CHECK(atomic_load(&passed.done));
+  usleep(300 * 1000);
+  CHECK(!atomic_load(&none.done));
   CHECK_INT(leaders(), ==, 1);
   CHECK_INT(zkl_election_state(el[1]), ==, ZKL_STATE_NONE);
   CHECK_RC(zkl_election_token(el[1], &t1), ZKL_ENOTHELD);
@@ -95,6 +133,10 @@ static void test_elect_and_fail_over(void) {
   CHECK_RC(zkl_election_resign(el[0]), ZKL_OK);
   CHECK_RC(zkl_election_resign(el[0]), ZKL_ENOTHELD);
   CHECK_RC(zkl_election_wait(el[1], zkl_now_ms() + 10000), ZKL_OK);
+  pthread_join(passed.t, NULL);
+  pthread_join(none.t, NULL);
+  CHECK_RC(passed.rc, ZKL_ETIMEDOUT);
+  CHECK_RC(none.rc, ZKL_OK);
   CHECK_INT(leaders(), ==, 1);
   CHECK_RC(zkl_election_token(el[1], &t1), ZKL_OK);
   CHECK(t1 > t0);

@@ -227,11 +227,13 @@ static void test_async_through_expiry(void) {
   m = mutex(c, "exp");
   m2 = mutex(c, "exp2");
   hm = mutex(hc, "exp");
-  CHECK_RC(zkl_mutex_lock_async(m2, -1, on_hold_cb, &s, &h[0]), ZKL_OK);
+  CHECK_RC(zkl_mutex_lock_async(m2, ZKL_NO_DEADLINE, on_hold_cb, &s, &h[0]),
+           ZKL_OK);
   WAIT_FOR(cb_calls(&s) == 1, 10000);
   CHECK_RC(zkl_mutex_lock(hm), ZKL_OK);
   for (i = 1; i < 5; i++)
-    CHECK_RC(zkl_mutex_lock_async(m, -1, on_hold_cb, &s, &h[i]), ZKL_OK);
+    CHECK_RC(zkl_mutex_lock_async(m, ZKL_NO_DEADLINE, on_hold_cb, &s, &h[i]),
+             ZKL_OK);
   QUEUED("exp", 5);
   expire(c);
   WAIT_FOR(zkl_hold_state(h[0]) == ZKL_STATE_LOST, 20000);

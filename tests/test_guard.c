@@ -427,7 +427,8 @@ static void test_every_hold(void) {
   CHECK_RC(zkl_semaphore_destroy(sem), ZKL_OK); /* the lease is gone */
 
   m = mutex(c, "async");
-  CHECK_RC(zkl_mutex_lock_async(m, -1, on_async, (void *)&got, &h), ZKL_OK);
+  CHECK_RC(zkl_mutex_lock_async(m, ZKL_NO_DEADLINE, on_async, (void *)&got, &h),
+           ZKL_OK);
   WAIT_FOR(got != 0, 5000);
   CHECK_INT(got, ==, 1);
   op = op_set(state, "async", -1);

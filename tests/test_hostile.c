@@ -649,7 +649,8 @@ static void test_election_destroy_busy(void) {
 }
 
 /* Item 8: a thread that holds a lock through one object and locks it
- * through another would wait for itself: ZKL_EDEADLK at once. */
+ * through another would wait for itself: ZKL_EDEADLK at once, also from
+ * a timed lock with ZKL_NO_DEADLINE, which is the blocking one. */
 static void test_two_objects_one_thread(void) {
   zkl_client_t *a = client(10000), *b = client(10000);
   zkl_mutex_t *m1, *m2, *m3;
@@ -660,6 +661,7 @@ static void test_two_objects_one_thread(void) {
   CHECK_RC(zkl_mutex_lock(m1), ZKL_OK);
   CHECK_RC(zkl_mutex_lock(m2), ZKL_EDEADLK);
   CHECK_RC(zkl_mutex_lock(m3), ZKL_EDEADLK);
+  CHECK_RC(zkl_mutex_timedlock(m3, ZKL_NO_DEADLINE), ZKL_EDEADLK);
   CHECK_RC(zkl_mutex_trylock(m3), ZKL_EBUSY);
   CHECK_INT(queue_len("dl"), ==, 1);
   CHECK_RC(zkl_mutex_unlock(m1), ZKL_OK);

@@ -222,8 +222,9 @@ static void *block_thread(void *arg) {
 }
 
 /* A held member: try is busy, a deadline passes (one for the whole set,
- * with 5 members held), a cancel wakes a blocked acquire; nothing is left
- * in any queue. */
+ * with 5 members held; a negative one at once), a cancel wakes a blocked
+ * acquire; nothing is left in any queue. ZKL_NO_DEADLINE takes a free
+ * set. */
 static void test_try_timed_cancel(void) {
   zkl_client_t *c = client(10000), *h = client(10000);
   zkl_mutex_t *held[5];
@@ -250,6 +251,7 @@ static void test_try_timed_cancel(void) {
   took = zkl_now_ms() - t0;
   CHECK_INT(took, >=, 700);
   CHECK_INT(took, <, 3000);
+  CHECK_RC(zkl_multilock_timedlock(ml, -1), ZKL_ETIMEDOUT); /* passed */
   WAIT_FOR(queue_count("free") == 0 && queue_count("m0") == 1, 3000);
   CHECK_INT(queue_count("free"), ==, 0);
   CHECK_INT(queue_count("m0"), ==, 1);
@@ -278,6 +280,8 @@ static void test_try_timed_cancel(void) {
     zkl_mutex_unlock(held[i]);
     zkl_mutex_destroy(held[i]);
   }
+  CHECK_RC(zkl_multilock_timedlock(ml, ZKL_NO_DEADLINE), ZKL_OK);
+  CHECK_RC(zkl_multilock_unlock(ml), ZKL_OK);
   /* bad input */
   mm[5] = mm[4];
   CHECK_RC(zkl_multilock_create(&five, c, mm, 0, &o), ZKL_EINVAL);

@@ -4,6 +4,7 @@
  * each other's nodes. An independent ZooKeeper handle ("admin") inspects
  * and damages the tree the way an operator would. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "admin.h"
@@ -93,14 +94,20 @@ static void test_try_and_timed(void) {
   CHECK_INT(took, >=, 1000);
   CHECK_INT(took, <, 4000);
   CHECK_INT(queue_len("tt"), ==, 1);
-  /* a deadline already past behaves like trylock */
+  /* a deadline already past behaves like trylock, negative ones too */
   CHECK_RC(zkl_mutex_timedlock(mb, 0), ZKL_ETIMEDOUT);
+  CHECK_RC(zkl_mutex_timedlock(mb, -1), ZKL_ETIMEDOUT);
+  CHECK_RC(zkl_mutex_timedlock(mb, INT64_MIN), ZKL_ETIMEDOUT);
   CHECK_INT(queue_len("tt"), ==, 1);
   CHECK_INT(zkl_mutex_state(mb), ==, ZKL_STATE_NONE);
   CHECK_RC(zkl_mutex_unlock(ma), ZKL_OK);
   CHECK_RC(zkl_mutex_timedlock(mb, 0), ZKL_OK);
   CHECK_RC(zkl_mutex_trylock(ma), ZKL_EBUSY);
   CHECK_RC(zkl_mutex_unlock(mb), ZKL_OK);
+  CHECK_RC(zkl_mutex_timedlock(mb, -1), ZKL_OK); /* free at the first look */
+  CHECK_RC(zkl_mutex_unlock(mb), ZKL_OK);
+  CHECK_RC(zkl_mutex_timedlock(ma, ZKL_NO_DEADLINE), ZKL_OK);
+  CHECK_RC(zkl_mutex_unlock(ma), ZKL_OK);
   CHECK_INT(queue_count("tt"), ==, 0);
   zkl_mutex_destroy(ma);
   zkl_mutex_destroy(mb);
@@ -436,6 +443,57 @@ static void test_unreachable(void) {
   CHECK_INT(zkl_now_ms() - t0, <, 6000);
 }
 
+/* zkl_client_wait_connected() on a thread of its own, so that a wait
+ * that does not end fails the test instead of hanging it. */
+struct connect_wait {
+  zkl_client_t *c;
+  int64_t deadline;
+  int rc;
+  atomic_int done;
+};
+
+static void *connect_wait_main(void *arg) {
+  struct connect_wait *w = arg;
+  w->rc = zkl_client_wait_connected(w->c, w->deadline);
+  atomic_store(&w->done, 1);
+  return NULL;
+}
+
+/* The deadline rule (zklock.h, TIME) for a wait for a state: a deadline
+ * already past, negative included, only looks: ZKL_OK when connected,
+ * else ZKL_ETIMEDOUT at once; ZKL_NO_DEADLINE waits. */
+static void test_wait_connected_deadlines(void) {
+  zkl_client_options_t o = {0};
+  zkl_client_t *c = client(10000), *u = NULL;
+  struct connect_wait w = {0};
+  pthread_t t;
+  int64_t t0;
+  CHECK_RC(zkl_client_wait_connected(c, -1), ZKL_OK);
+  CHECK_RC(zkl_client_wait_connected(c, 0), ZKL_OK);
+  CHECK_RC(zkl_client_wait_connected(c, ZKL_NO_DEADLINE), ZKL_OK);
+  zkl_client_destroy(c);
+  o.connect_timeout_ms = -1; /* returns before the first connection */
+  CHECK_RC(zkl_client_create(&c, servers, &o), ZKL_OK);
+  CHECK_RC(zkl_client_wait_connected(c, ZKL_NO_DEADLINE), ZKL_OK);
+  zkl_client_destroy(c);
+  CHECK_RC(zkl_client_create(&u, "127.0.0.1:1", &o), ZKL_OK);
+  t0 = zkl_now_ms();
+  CHECK_RC(zkl_client_wait_connected(u, t0 + 300), ZKL_ETIMEDOUT);
+  CHECK_INT(zkl_now_ms() - t0, >=, 300);
+  w.c = u;
+  w.deadline = -1;
+  pthread_create(&t, NULL, connect_wait_main, &w);
+  WAIT_FOR(atomic_load(&w.done), 3000);
+  CHECK(atomic_load(&w.done));
+  if (!atomic_load(&w.done)) { /* it waits for ever: leave it to exit() */
+    pthread_detach(t);
+    return;
+  }
+  pthread_join(t, NULL);
+  CHECK_RC(w.rc, ZKL_ETIMEDOUT);
+  zkl_client_destroy(u);
+}
+
 static void test_parent_recreated_tokens_increase(void) {
   zkl_client_t *c = client(10000);
   zkl_mutex_t *m;
@@ -643,6 +701,7 @@ int main(void) {
   RUN(test_threads_exclude);
   RUN(test_bad_input);
   RUN(test_unreachable);
+  RUN(test_wait_connected_deadlines);
   RUN(test_parent_recreated_tokens_increase);
   RUN(test_peer_parent_stays);
   RUN(test_node_deleted_is_lost);

@@ -75,6 +75,7 @@ static void test_n_at_once(void) {
   CHECK(l[3] == NULL);
   CHECK_RC(zkl_semaphore_timedacquire(s, zkl_now_ms() + 200, &l[3]),
            ZKL_ETIMEDOUT);
+  CHECK_RC(zkl_semaphore_timedacquire(s, -1, &l[3]), ZKL_ETIMEDOUT);
   CHECK_INT(queue_len("n"), ==, 3); /* the failed tries left nothing */
   CHECK_INT(zkl_lease_state(l[0]), ==, ZKL_STATE_HELD);
   CHECK_RC(zkl_lease_token(l[0], &t0), ZKL_OK);
@@ -88,7 +89,7 @@ static void test_n_at_once(void) {
   CHECK_RC(zkl_lease_release(l[1]), ZKL_OK);
   CHECK_INT(zkl_client_request_count(c) - before, ==, 2);
   CHECK_RC(zkl_lease_release(l[1]), ZKL_EINVAL); /* twice */
-  CHECK_RC(zkl_semaphore_tryacquire(s, &l[1]), ZKL_OK);
+  CHECK_RC(zkl_semaphore_timedacquire(s, ZKL_NO_DEADLINE, &l[1]), ZKL_OK);
   for (i = 0; i < 3; i++)
     CHECK_RC(zkl_lease_release(l[i]), ZKL_OK);
   CHECK_INT(queue_count("n"), ==, 0);

@@ -135,7 +135,7 @@ static int print_leader(zkl_client_t *c, const struct opts *o,
 static int campaign(zkl_election_t *e, int64_t *granted) {
   int rc, sig;
   cli_set_waiting(1);
-  rc = zkl_election_wait(e, -1);
+  rc = zkl_election_wait(e, ZKL_NO_DEADLINE);
   *granted = zkl_now_ms();
   cli_set_waiting(0);
   sig = cli_interrupted();

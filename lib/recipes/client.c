@@ -243,20 +243,21 @@ uint64_t zkl_client_request_count(const zkl_client_t *c) {
 }
 
 int zkl_client_wait_connected(zkl_client_t *c, int64_t deadline_ms) {
+  int64_t until = zkl__deadline_in(deadline_ms); /* -1: none */
   int rc = ZKL_OK;
   struct timespec ts;
   if (!c)
     return ZKL_EINVAL;
   if (zkl__forked(c->fork_gen))
     return ZKL_EFORKED;
-  zkl__deadline_ts(deadline_ms, &ts);
+  zkl__deadline_ts(until, &ts);
   pthread_mutex_lock(&c->mu);
   while (c->state != ZKL_CLIENT_CONNECTED && rc == ZKL_OK) {
     if (c->stopping)
       rc = ZKL_ECLOSED;
     else if (c->auth_failed)
       rc = ZKL_EAUTH;
-    else if (deadline_ms < 0)
+    else if (until < 0)
       pthread_cond_wait(&c->cv, &c->mu);
     else if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) == ETIMEDOUT)
       rc = ZKL_ETIMEDOUT;

@@ -187,7 +187,9 @@ int zkl_election_join(zkl_election_t *e) {
   return rc == ZKL_OK ? leave(e, join(e)) : rc;
 }
 
-static int wait_leading(zkl_election_t *e, int64_t deadline_ms) {
+/* Waits while this candidate campaigns, at most until `until` (-1: no
+ * end, as zkl__deadline_in() gives it); zkl_election_wait()'s codes. */
+static int wait_leading(zkl_election_t *e, int64_t until) {
   struct timespec ts;
   int rc = ZKL_OK;
   pthread_mutex_lock(&e->c->mu);
@@ -197,12 +199,12 @@ static int wait_leading(zkl_election_t *e, int64_t deadline_ms) {
       return rc;
     pthread_mutex_lock(&e->c->mu);
   }
-  zkl__deadline_ts(deadline_ms, &ts);
+  zkl__deadline_ts(until, &ts);
   while (e->phase == CAMPAIGNING) {
-    if (deadline_ms < 0)
+    if (until < 0)
       pthread_cond_wait(&e->cv, &e->c->mu);
     else if (pthread_cond_timedwait(&e->cv, &e->c->mu, &ts) != 0 &&
-             zkl_now_ms() >= deadline_ms)
+             zkl_now_ms() >= until)
       break;
   }
   if (e->phase == CAMPAIGNING)
@@ -220,7 +222,9 @@ static int wait_leading(zkl_election_t *e, int64_t deadline_ms) {
 
 int zkl_election_wait(zkl_election_t *e, int64_t deadline_ms) {
   int rc = enter(e);
-  return rc == ZKL_OK ? leave(e, wait_leading(e, deadline_ms)) : rc;
+  return rc == ZKL_OK
+             ? leave(e, wait_leading(e, zkl__deadline_in(deadline_ms)))
+             : rc;
 }
 
 int zkl_election_resign(zkl_election_t *e) {

@@ -96,8 +96,8 @@ int zkl__hold_start(zkl__queue_t *q, int shared, int64_t deadline_ms,
   pthread_mutex_lock(&c->mu);
   rc = c->stopping ? ZKL_ECLOSED : q->closed ? ZKL_ECANCELED : ZKL_OK;
   if (rc == ZKL_OK)
-    rc = zkl__queue_start(q, deadline_ms < 0 ? ZKL__BLOCK : ZKL__TIMED,
-                          shared, deadline_ms, on_done, h, &h->a);
+    rc = zkl__queue_start(q, zkl__deadline_mode(deadline_ms), shared,
+                          zkl__deadline_in(deadline_ms), on_done, h, &h->a);
   if (rc == ZKL_OK) {
     q->async++;
     q->async_refs++;

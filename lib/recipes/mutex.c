@@ -153,7 +153,8 @@ int zkl_mutex_lock(zkl_mutex_t *m) { return acquire(m, ZKL__BLOCK, -1); }
 int zkl_mutex_trylock(zkl_mutex_t *m) { return acquire(m, ZKL__TRY, -1); }
 
 int zkl_mutex_timedlock(zkl_mutex_t *m, int64_t deadline_ms) {
-  return acquire(m, ZKL__TIMED, deadline_ms < 0 ? 0 : deadline_ms);
+  return acquire(m, zkl__deadline_mode(deadline_ms),
+                 zkl__deadline_in(deadline_ms));
 }
 
 /* Final release of hold a (depth reaching 0, or a lost hold); judge as in

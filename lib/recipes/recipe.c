@@ -1,7 +1,7 @@
 /* recipe.c: what every recipe's object shares above the engine: the
- * checks its create makes, and its list of per-thread holds (a mutex's or
- * read-write lock's reentrancy: which thread holds, through which
- * acquisition). */
+ * checks its create makes, the reading of a caller's deadline, and its
+ * list of per-thread holds (a mutex's or read-write lock's reentrancy:
+ * which thread holds, through which acquisition). */
 #include "config.h"
 
 #include <stddef.h>
@@ -19,6 +19,16 @@ int zkl__recipe_args(zkl_client_t *c, const char *name, const char *root,
   if (len > ZKL_DATA_MAX || (len && !data) || (flags & ~allowed))
     return ZKL_EINVAL;
   return ZKL_OK;
+}
+
+int zkl__deadline_mode(int64_t deadline_ms) {
+  return deadline_ms == ZKL_NO_DEADLINE ? ZKL__BLOCK : ZKL__TIMED;
+}
+
+int64_t zkl__deadline_in(int64_t deadline_ms) {
+  return deadline_ms == ZKL_NO_DEADLINE ? -1
+         : deadline_ms < 0              ? 0
+                                        : deadline_ms;
 }
 
 zkl__acq_t *zkl__hold_find(zkl__acq_t *list, uint64_t tid) {

@@ -4,10 +4,11 @@
  * acquires (hold.c); what they share (recipe.c). Included by internal.h
  * only. */
 
-/* hold.c: an asynchronous acquire on q (a recipe's, checked): starts
- * it, and hands the outcome to fn on the callback thread. The notice
- * that delivers it (notice.c: post under c->mu; unpost: taken back
- * before delivery, 1 if it was still queued; deliver: no lock held). */
+/* hold.c: an asynchronous acquire on q (a recipe's, checked; deadline_ms
+ * as the caller gave it): starts it, and hands the outcome to fn on the
+ * callback thread. The notice that delivers it (notice.c: post under
+ * c->mu; unpost: taken back before delivery, 1 if it was still queued;
+ * deliver: no lock held). */
 ZKL__HIDDEN int zkl__hold_start(zkl__queue_t *q, int shared,
                                 int64_t deadline_ms, zkl_hold_fn fn,
                                 void *arg, zkl_hold_t **out);
@@ -18,6 +19,14 @@ ZKL__HIDDEN int zkl__recipe_args(zkl_client_t *c, const char *name,
                                  const char *root, const void *data,
                                  size_t len, unsigned flags,
                                  unsigned allowed);
+/* A caller's deadline_ms (zklock.h, TIME) in the terms of the engine and
+ * of the waits below it, which know no ZKL_NO_DEADLINE: the mode of an
+ * acquire (ZKL__BLOCK for ZKL_NO_DEADLINE, else ZKL__TIMED), and the time
+ * (-1, their "none", for ZKL_NO_DEADLINE; 0, as passed, for a negative
+ * one). Converted here, at the public calls, so that neither the
+ * constant nor a negative time ever becomes a struct timespec. */
+ZKL__HIDDEN int zkl__deadline_mode(int64_t deadline_ms);
+ZKL__HIDDEN int64_t zkl__deadline_in(int64_t deadline_ms);
 /* A recipe's per-thread holds, linked by hnext (under c->mu): the hold of
  * thread tid, whether a thread other than tid holds, and removal. */
 ZKL__HIDDEN zkl__acq_t *zkl__hold_find(zkl__acq_t *list, uint64_t tid);

@@ -143,7 +143,8 @@ int zkl_rwlock_tryrdlock(zkl_rwlock_t *rw) {
 }
 
 int zkl_rwlock_timedrdlock(zkl_rwlock_t *rw, int64_t deadline_ms) {
-  return acquire(rw, 0, ZKL__TIMED, deadline_ms < 0 ? 0 : deadline_ms);
+  return acquire(rw, 0, zkl__deadline_mode(deadline_ms),
+                 zkl__deadline_in(deadline_ms));
 }
 
 int zkl_rwlock_wrlock(zkl_rwlock_t *rw) {
@@ -155,7 +156,8 @@ int zkl_rwlock_trywrlock(zkl_rwlock_t *rw) {
 }
 
 int zkl_rwlock_timedwrlock(zkl_rwlock_t *rw, int64_t deadline_ms) {
-  return acquire(rw, 1, ZKL__TIMED, deadline_ms < 0 ? 0 : deadline_ms);
+  return acquire(rw, 1, zkl__deadline_mode(deadline_ms),
+                 zkl__deadline_in(deadline_ms));
 }
 
 /* Final release of hold a, both modes; judge as in zkl__queue_release. */

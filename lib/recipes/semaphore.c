@@ -118,7 +118,8 @@ int zkl_semaphore_tryacquire(zkl_semaphore_t *sem, zkl_lease_t **lease) {
 
 int zkl_semaphore_timedacquire(zkl_semaphore_t *sem, int64_t deadline_ms,
                                zkl_lease_t **lease) {
-  return acquire(sem, ZKL__TIMED, deadline_ms < 0 ? 0 : deadline_ms, lease);
+  return acquire(sem, zkl__deadline_mode(deadline_ms),
+                 zkl__deadline_in(deadline_ms), lease);
 }
 
 int zkl_semaphore_acquire_async(zkl_semaphore_t *sem, int64_t deadline_ms,
