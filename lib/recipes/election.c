@@ -12,7 +12,7 @@
 
 #include "internal.h"
 
-enum { IDLE, CAMPAIGNING, LEADING, ENDED };
+enum { ELECT_IDLE, ELECT_CAMPAIGNING, ELECT_LEADING, ELECT_ENDED };
 
 struct zkl_election {
   zkl__queue_t q; /* first: notify() casts back */
@@ -101,7 +101,7 @@ static void *campaign(void *arg) {
   e->q.users--;
   e->campaign_rc = rc;
   e->acq = rc == ZKL_OK ? a : NULL;
-  e->phase = rc == ZKL_OK ? LEADING : ENDED;
+  e->phase = rc == ZKL_OK ? ELECT_LEADING : ELECT_ENDED;
   pthread_cond_broadcast(&e->cv);
   pthread_mutex_unlock(&e->c->mu);
   return NULL;
@@ -131,7 +131,7 @@ static int stop_candidacy(zkl_election_t *e, int judge, int *rc) {
     pthread_cond_wait(&e->cv, &c->mu);
   a = e->acq;
   e->acq = NULL;
-  e->phase = IDLE;
+  e->phase = ELECT_IDLE;
   pthread_cond_broadcast(&e->cv);
   pthread_mutex_unlock(&c->mu);
   *rc = ZKL_OK;
@@ -161,19 +161,19 @@ static int leave(zkl_election_t *e, int rc) {
 static int join(zkl_election_t *e) {
   int busy, rc;
   pthread_mutex_lock(&e->c->mu);
-  busy = e->phase == CAMPAIGNING ||
-         (e->phase == LEADING &&
+  busy = e->phase == ELECT_CAMPAIGNING ||
+         (e->phase == ELECT_LEADING &&
           atomic_load(&e->acq->state) != ZKL_STATE_LOST);
   pthread_mutex_unlock(&e->c->mu);
   if (busy)
     return ZKL_EBUSY;
   stop_candidacy(e, 0, &rc); /* clears a lost term or an ended campaign */
   pthread_mutex_lock(&e->c->mu);
-  e->phase = CAMPAIGNING;
+  e->phase = ELECT_CAMPAIGNING;
   e->q.users++;
   if (pthread_create(&e->thread, NULL, campaign, e) != 0) {
     e->q.users--;
-    e->phase = IDLE;
+    e->phase = ELECT_IDLE;
     pthread_mutex_unlock(&e->c->mu);
     return ZKL_ESYSTEM;
   }
@@ -193,26 +193,26 @@ static int wait_leading(zkl_election_t *e, int64_t until) {
   struct timespec ts;
   int rc = ZKL_OK;
   pthread_mutex_lock(&e->c->mu);
-  if (e->phase == IDLE) {
+  if (e->phase == ELECT_IDLE) {
     pthread_mutex_unlock(&e->c->mu);
     if ((rc = join(e)) != ZKL_OK && rc != ZKL_EBUSY)
       return rc;
     pthread_mutex_lock(&e->c->mu);
   }
   zkl__deadline_ts(until, &ts);
-  while (e->phase == CAMPAIGNING) {
+  while (e->phase == ELECT_CAMPAIGNING) {
     if (until < 0)
       pthread_cond_wait(&e->cv, &e->c->mu);
     else if (pthread_cond_timedwait(&e->cv, &e->c->mu, &ts) != 0 &&
              zkl_now_ms() >= until)
       break;
   }
-  if (e->phase == CAMPAIGNING)
+  if (e->phase == ELECT_CAMPAIGNING)
     rc = ZKL_ETIMEDOUT;
-  else if (e->phase == LEADING &&
+  else if (e->phase == ELECT_LEADING &&
            atomic_load(&e->acq->state) != ZKL_STATE_LOST)
     rc = ZKL_OK;
-  else if (e->phase == ENDED && e->campaign_rc != ZKL_ECANCELED)
+  else if (e->phase == ELECT_ENDED && e->campaign_rc != ZKL_ECANCELED)
     rc = e->campaign_rc;
   else
     rc = ZKL_ELOST;
@@ -233,7 +233,7 @@ int zkl_election_resign(zkl_election_t *e) {
     return ZKL_EINVAL;
   if (zkl__forked(e->fork_gen))
     return ZKL_EFORKED;
-  return stop_candidacy(e, 1, &rc) == IDLE ? ZKL_ENOTHELD : rc;
+  return stop_candidacy(e, 1, &rc) == ELECT_IDLE ? ZKL_ENOTHELD : rc;
 }
 
 /* The leader's hold, kept alive until term_put() (a resignation waits
@@ -241,7 +241,7 @@ int zkl_election_resign(zkl_election_t *e) {
 static zkl__acq_t *term_get(zkl_election_t *e) {
   zkl__acq_t *a;
   pthread_mutex_lock(&e->c->mu);
-  a = e->phase == LEADING ? e->acq : NULL;
+  a = e->phase == ELECT_LEADING ? e->acq : NULL;
   if (a)
     e->verifying++;
   pthread_mutex_unlock(&e->c->mu);
@@ -286,7 +286,7 @@ int zkl_election_state(const zkl_election_t *e) {
   if (zkl__forked(e->fork_gen))
     return ZKL_EFORKED;
   pthread_mutex_lock(&e->c->mu);
-  if (e->phase == LEADING && e->acq)
+  if (e->phase == ELECT_LEADING && e->acq)
     st = atomic_load(&e->acq->state);
   pthread_mutex_unlock(&e->c->mu);
   return st;
@@ -305,7 +305,7 @@ int zkl_election_token(const zkl_election_t *e, uint64_t *token) {
   if (zkl__forked(e->fork_gen))
     return ZKL_EFORKED;
   pthread_mutex_lock(&e->c->mu);
-  if (e->phase == LEADING && e->acq) {
+  if (e->phase == ELECT_LEADING && e->acq) {
     *token = (uint64_t)e->acq->czxid;
     rc = ZKL_OK;
   }

@@ -4,7 +4,7 @@
  * engine (queue.c) with no thread behind it; when the run ends, the event
  * thread posts the outcome as a notice (notice.c), and the callback runs
  * where every callback runs. A zkl_hold_t follows one acquisition from
- * start to release:
+ * start to release, through the phases HOLD_*:
  *
  *   RUNNING -> POSTED -> DELIVERING -> DELIVERED (-> released)
  *      \          \
@@ -19,7 +19,13 @@
 
 #include "internal.h"
 
-enum { RUNNING, POSTED, DELIVERING, DELIVERED, CANCELLED };
+enum {
+  HOLD_RUNNING,
+  HOLD_POSTED,
+  HOLD_DELIVERING,
+  HOLD_DELIVERED,
+  HOLD_CANCELLED
+};
 
 struct zkl_hold {
   zkl_client_t *c;
@@ -62,11 +68,11 @@ static void on_done(zkl__acq_t *hold, int rc, void *ctx) {
   zkl_hold_t *h = ctx;
   h->a = hold;
   h->rc = rc;
-  if (h->phase == CANCELLED) {
+  if (h->phase == HOLD_CANCELLED) {
     discard(h);
     return;
   }
-  h->phase = POSTED;
+  h->phase = HOLD_POSTED;
   zkl__post_fn(h->c, h->notice, deliver, h);
   h->notice = NULL;
 }
@@ -116,17 +122,17 @@ static void deliver(void *arg) {
   zkl_hold_t *h = arg;
   zkl_client_t *c = h->c;
   pthread_mutex_lock(&c->mu);
-  if (h->phase == CANCELLED) { /* cancelled while being taken off the queue */
+  if (h->phase == HOLD_CANCELLED) { /* while being taken off the queue */
     discard(h);
     pthread_mutex_unlock(&c->mu);
     return;
   }
-  h->phase = DELIVERING;
+  h->phase = HOLD_DELIVERING;
   h->deliverer = pthread_self();
   pthread_mutex_unlock(&c->mu);
   h->fn(h, h->rc, h->arg);
   pthread_mutex_lock(&c->mu);
-  h->phase = DELIVERED;
+  h->phase = HOLD_DELIVERED;
   pthread_cond_broadcast(&c->cv);
   if (h->rc != ZKL_OK)
     h->q->async--;
@@ -157,24 +163,24 @@ int zkl_hold_cancel(zkl_hold_t *h) {
   if (!c)
     return rc;
   switch (h->phase) {
-  case RUNNING:
-    h->phase = CANCELLED;
+  case HOLD_RUNNING:
+    h->phase = HOLD_CANCELLED;
     h->q->async--;
     zkl__queue_abandon(h->a); /* the run ends soon; on_done frees h */
     break;
-  case POSTED:
-    h->phase = CANCELLED;
+  case HOLD_POSTED:
+    h->phase = HOLD_CANCELLED;
     h->q->async--;
     if (zkl__notice_unpost(c, h))
       discard(h);
     /* else being delivered: deliver() discards it */
     break;
-  case DELIVERING:
+  case HOLD_DELIVERING:
     rc = ZKL_EBUSY; /* the callback has the outcome */
     if (pthread_equal(h->deliverer, pthread_self()))
       break;
     h->cancel_waiting++;
-    while (h->phase == DELIVERING)
+    while (h->phase == HOLD_DELIVERING)
       pthread_cond_wait(&c->cv, &c->mu);
     if (--h->cancel_waiting == 0 && (h->rc != ZKL_OK || h->release_done))
       hold_free(h);
@@ -188,7 +194,7 @@ int zkl_hold_cancel(zkl_hold_t *h) {
 
 /* Under c->mu: the granted hold of h, or NULL. */
 static zkl__acq_t *granted(const zkl_hold_t *h) {
-  return (h->phase == DELIVERING || h->phase == DELIVERED) &&
+  return (h->phase == HOLD_DELIVERING || h->phase == HOLD_DELIVERED) &&
                  h->rc == ZKL_OK && !h->released
              ? h->a
              : NULL;
@@ -211,7 +217,7 @@ int zkl_hold_release(zkl_hold_t *h) {
   h->a = NULL;
   h->release_done = 1;
   h->q->async--;
-  if (h->phase == DELIVERED && !h->cancel_waiting)
+  if (h->phase == HOLD_DELIVERED && !h->cancel_waiting)
     hold_free(h);
   pthread_mutex_unlock(&c->mu);
   return rc;
