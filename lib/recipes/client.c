@@ -127,73 +127,105 @@ static void client_teardown(zkl_client_t *c) {
   client_free(c);
 }
 
-int zkl_client_create(zkl_client_t **out, const char *hosts,
-                      const zkl_client_options_t *opts) {
-  zkl_client_t *c;
-  int rc, wait_ms;
-  if (!out || !hosts || !hosts[0])
-    return ZKL_EINVAL;
-  *out = NULL;
-  if (opts && (opts->session_timeout_ms < 0 || opts->log_level < 0 ||
-               opts->log_level > ZKL_LOG_DEBUG ||
-               (opts->auth_scheme && (!opts->auth_scheme[0] || !opts->auth)) ||
-               (opts->acl != ZKL_ACL_OPEN && opts->acl != ZKL_ACL_CREATOR) ||
-               (opts->acl == ZKL_ACL_CREATOR && !opts->auth_scheme) ||
-               (opts->flags & ~(unsigned)ZKL_CLIENT_DISPATCH)))
-    return ZKL_EINVAL;
-  zkl__fork_watch();
-  c = calloc(1, sizeof *c);
+/* Whether opts (NULL: the defaults) can make a client. */
+static int options_valid(const zkl_client_options_t *o) {
+  return !o ||
+         !(o->session_timeout_ms < 0 || o->log_level < 0 ||
+           o->log_level > ZKL_LOG_DEBUG ||
+           (o->auth_scheme && (!o->auth_scheme[0] || !o->auth)) ||
+           (o->acl != ZKL_ACL_OPEN && o->acl != ZKL_ACL_CREATOR) ||
+           (o->acl == ZKL_ACL_CREATOR && !o->auth_scheme) ||
+           (o->flags & ~(unsigned)ZKL_CLIENT_DISPATCH));
+}
+
+/* A client set up from the options, with no session or thread yet. */
+static int client_new(zkl_client_t **out, const char *hosts,
+                      const zkl_client_options_t *o) {
+  zkl_client_t *c = calloc(1, sizeof *c);
+  int rc;
   if (!c)
     return ZKL_ENOMEM;
-  rc = client_init(c, hosts, opts);
+  rc = client_init(c, hosts, o);
+  if (rc == ZKL_ESYSTEM) { /* nothing made to undo */
+    free(c);
+    return rc;
+  }
   if (rc != ZKL_OK) {
-    if (rc == ZKL_ESYSTEM) { /* nothing made to undo */
-      free(c);
-      return rc;
-    }
     client_free(c);
     return rc;
   }
-  if (zkl__new_session(c) != 0) {
-    int e = errno;
-    client_free(c);
-    /* a host list the C client cannot parse or resolve comes back as
-     * EINVAL or as the resolver's errno; only these are the system's */
-    return e == ENOMEM ? ZKL_ENOMEM
-           : e == EAGAIN || e == EMFILE || e == ENFILE ? ZKL_ESYSTEM
+  *out = c;
+  return ZKL_OK;
+}
+
+/* Asks the C client for the first session's handle. */
+static int first_handle(zkl_client_t *c) {
+  int e;
+  if (zkl__new_session(c) == 0)
+    return ZKL_OK;
+  e = errno;
+  /* a host list the C client cannot parse or resolve comes back as
+   * EINVAL or as the resolver's errno; only these are the system's */
+  return e == ENOMEM                                  ? ZKL_ENOMEM
+         : e == EAGAIN || e == EMFILE || e == ENFILE ? ZKL_ESYSTEM
                                                       : ZKL_EINVAL;
+}
+
+/* Waits up to the connect timeout (not at all when it is negative) for the
+ * first session and, with credentials, for the ensemble's verdict on
+ * them: ZKL_OK, ZKL_EAUTH or ZKL_ECONNECT. */
+static int first_session(zkl_client_t *c, const zkl_client_options_t *o) {
+  int wait_ms = o && o->connect_timeout_ms ? o->connect_timeout_ms
+                                           : c->timeout_req;
+  int64_t end;
+  int rc;
+  if (wait_ms <= 0)
+    return ZKL_OK;
+  end = zkl_now_ms() + wait_ms;
+  pthread_mutex_lock(&c->mu);
+  rc = zkl__wait_usable(c, NULL, 0, end);
+  /* credentials are judged after the session is made: wait for that */
+  while (rc == ZKL_OK && c->auth_scheme && !c->sess->auth_done &&
+         !c->auth_failed) {
+    struct timespec ts;
+    zkl__deadline_ts(end, &ts);
+    if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) == ETIMEDOUT &&
+        zkl_now_ms() >= end)
+      rc = ZKL_ETIMEDOUT;
+  }
+  if (c->auth_failed)
+    rc = ZKL_EAUTH;
+  pthread_mutex_unlock(&c->mu);
+  return rc == ZKL_OK || rc == ZKL_EAUTH ? rc : ZKL_ECONNECT;
+}
+
+int zkl_client_create(zkl_client_t **out, const char *hosts,
+                      const zkl_client_options_t *opts) {
+  zkl_client_t *c;
+  int rc;
+  if (!out || !hosts || !hosts[0])
+    return ZKL_EINVAL;
+  *out = NULL;
+  if (!options_valid(opts))
+    return ZKL_EINVAL;
+  zkl__fork_watch();
+  if ((rc = client_new(&c, hosts, opts)) != ZKL_OK)
+    return rc;
+  if ((rc = first_handle(c)) != ZKL_OK) {
+    client_free(c);
+    return rc;
   }
   if (pthread_create(&c->ev_thread, NULL, zkl__event_main, c) != 0) {
     client_teardown(c);
     return ZKL_ESYSTEM;
   }
   c->ev_running = 1;
-  wait_ms = opts && opts->connect_timeout_ms ? opts->connect_timeout_ms
-                                             : c->timeout_req;
-  if (wait_ms > 0) {
-    int64_t end = zkl_now_ms() + wait_ms;
-    pthread_mutex_lock(&c->mu);
-    rc = zkl__wait_usable(c, NULL, 0, end);
-    /* credentials are judged after the session is made: wait for that */
-    while (rc == ZKL_OK && c->auth_scheme && !c->sess->auth_done &&
-           !c->auth_failed) {
-      struct timespec ts;
-      zkl__deadline_ts(end, &ts);
-      if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) == ETIMEDOUT &&
-          zkl_now_ms() >= end)
-        rc = ZKL_ETIMEDOUT;
-    }
-    if (c->auth_failed)
-      rc = ZKL_EAUTH;
-    pthread_mutex_unlock(&c->mu);
-    if (rc != ZKL_OK) {
-      client_teardown(c);
-      return rc == ZKL_EAUTH ? ZKL_EAUTH : ZKL_ECONNECT;
-    }
-  }
-  if (zkl__handle_add(c) != ZKL_OK) {
+  rc = first_session(c, opts);
+  if (rc == ZKL_OK && zkl__handle_add(c) != ZKL_OK)
+    rc = ZKL_ENOMEM;
+  if (rc != ZKL_OK) {
     client_teardown(c);
-    return ZKL_ENOMEM;
+    return rc;
   }
   *out = c;
   return ZKL_OK;
