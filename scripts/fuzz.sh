@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# fuzz.sh [SECONDS]: build every libFuzzer target in fuzz/ with clang
-# (-fsanitize=fuzzer,address,undefined) into build/fuzz and run each for
-# SECONDS (default 20) from its seed corpus in fuzz/corpus/<target>. New
+# fuzz.sh [SECONDS [TARGET...]]: build every libFuzzer target in fuzz/
+# (or only the TARGETs named, e.g. nodedata for fuzz/fuzz_nodedata.c) with
+# clang (-fsanitize=fuzzer,address,undefined) into build/fuzz and run each
+# for SECONDS (default 20) from its seed corpus in fuzz/corpus/<target>. New
 # inputs go to a scratch directory; a crash is kept in build/fuzz/ for
 # replay (./build/fuzz/<target> <crash file>). Prints
 # "fuzz: N passed, N failed".
 set -eu
 top=$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)
 secs=${1:-20}
+[ $# -gt 0 ] && shift
 out=$top/build/fuzz
 mkdir -p "$out"
 cd "$top"
@@ -22,13 +24,15 @@ printf '#define PACKAGE_VERSION "fuzz"\n' >"$out/config.h"
 # every source of the library, as Makefile.am lists them (a stale copy of
 # the list broke this build once)
 LIB=$(awk '/^libzklock_la_SOURCES/ { on = 1 } on { print; if (!/\\$/) exit }' Makefile.am |
-  grep -o 'lib/[a-z_]*\.c' | tr '\n' ' ')
-FLAGS="-g -O1 -Wall -Werror -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -DTHREADED -Iinclude -I$out -I$top/build/normal/include"
+  grep -o 'lib/[a-z_/]*\.c' | tr '\n' ' ')
+FLAGS="-g -O1 -Wall -Werror -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -DTHREADED -Iinclude -Ilib -I$out -I$top/build/normal/include"
 [ -f include/zklock_version.h ] || [ -f build/normal/include/zklock_version.h ] ||
   sed -e 's/@ZKL_VERSION_MAJOR@/0/;s/@ZKL_VERSION_MINOR@/0/;s/@ZKL_VERSION_PATCH@/0/;s/@PACKAGE_VERSION@/fuzz/' \
     include/zklock_version.h.in >"$out/zklock_version.h"
 pass=0 fail=0
-for src in fuzz/fuzz_*.c; do
+targets=""
+for t in "$@"; do targets="$targets fuzz/fuzz_$t.c"; done
+for src in ${targets:-fuzz/fuzz_*.c}; do
   t=$(basename "$src" .c)
   corpus=fuzz/corpus/${t#fuzz_}
   extra=""
