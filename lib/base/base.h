@@ -1,6 +1,6 @@
 /* base.h: the bottom layer (lib/base/): no ZooKeeper request is sent
- * from here. Names and guids, node-data headers and the policy that reads
- * a listing (pure, unit-tested and fuzzed), the process-wide table of
+ * from here. Names and guids, the format of node data and the policy
+ * that reads a listing (pure, unit-tested and fuzzed), the table of
  * holds by thread, the client object every layer works under, and its
  * queue of notices, which every layer posts to and which calls nobody
  * back by name. Included by internal.h only. */
@@ -83,7 +83,6 @@ typedef struct zkl__plan {
 ZKL__HIDDEN void zkl__decide(const zkl__entry_t *e, int n, int me,
                              const unsigned char *skip, int limit,
                              zkl__plan_t *p);
-ZKL__HIDDEN int zkl__dir_limit(const char *d, size_t len);
 /* The N a lease's name carries (<guid>-n<N>-lease-<seq>), or 0. */
 ZKL__HIDDEN int zkl__lease_limit(const char *node);
 /* For e[me], a lease of a semaphore of `limit` leases: the nearest lease
@@ -93,8 +92,6 @@ ZKL__HIDDEN int zkl__lease_limit(const char *node);
 ZKL__HIDDEN int zkl__lease_disagrees(const zkl__entry_t *e, int n, int me,
                                      const unsigned char *skip, int limit,
                                      int *agree);
-/* Whether node data d carries the status line `mark` in its header. */
-ZKL__HIDDEN int zkl__data_mark(const char *d, size_t len, const char *mark);
 /* Whether any entry (skip[i] set left out) comes after e[me]. */
 ZKL__HIDDEN int zkl__any_after(const zkl__entry_t *e, int n, int me,
                                const unsigned char *skip);
@@ -103,6 +100,41 @@ ZKL__HIDDEN int zkl__any_after(const zkl__entry_t *e, int n, int me,
  * NULL) gets the index of the nearest of them, the one to watch, or -1. */
 ZKL__HIDDEN int zkl__place(const zkl__entry_t *e, int n, int me,
                            const unsigned char *skip, int *pred);
+
+/* ---- nodedata.c: what a node's data says (the format: see there) ------- */
+/* Our node's data: the header (host, pid, thread, and "id=<id>" unless id
+ * is NULL) and `len` bytes of user data, in *out (malloc()ed, with a NUL
+ * after *out_len bytes). ZKL_OK, ZKL_ENOMEM or ZKL_ESYSTEM. */
+ZKL__HIDDEN int zkl__node_data(const char *id, const void *user, size_t len,
+                               char **out, size_t *out_len);
+/* Whether d is zklock node data: it starts with the magic line. */
+ZKL__HIDDEN int zkl__data_ours(const char *d, size_t len);
+/* The status lines an owner adds to its header, and the bits that say
+ * which it added or is adding (zkl__data_intact). */
+#define ZKL__LINE_READ "mode=read"  /* a read-write writer downgraded */
+#define ZKL__LINE_HELD "state=held" /* a semaphore lease granted: relay */
+enum { ZKL__MARK_READ = 1, ZKL__MARK_HELD = 2 };
+/* Whether node data d carries the line `mark` in its header. */
+ZKL__HIDDEN int zkl__data_mark(const char *d, size_t len, const char *mark);
+/* Whether node data d carries a revocation request: a "revoke=" line in
+ * zklock's header, or Apache Curator's "__REVOKE__". */
+ZKL__HIDDEN int zkl__revoke_asked(const char *d, size_t len);
+/* Whether node data d is what we wrote to our node (zkl__node_data with
+ * this pid, id and user data), give or take what others may add: revokers'
+ * requests, or Curator's "__REVOKE__" over it all. `marks`: the status
+ * lines we added or are adding (ZKL__MARK_*); any other line, or one of
+ * ours changed or taken out, is someone else's doing. */
+ZKL__HIDDEN int zkl__data_intact(const char *d, size_t len, long pid,
+                                 const char *id, const void *user,
+                                 size_t ulen, unsigned marks);
+/* Fills host, pid, thread, id and data of e from node data d (untrusted:
+ * any bytes; data without the magic line is all user data). Returns
+ * ZKL_OK or ZKL_ENOMEM. */
+ZKL__HIDDEN int zkl__parse_node_data(zkl_contender_t *e, const char *d,
+                                     size_t len);
+/* A semaphore directory's data says "max=N": its number of leases, 1 to
+ * ZKL_LEASES_MAX; anything else is no semaphore's (0). */
+ZKL__HIDDEN int zkl__dir_limit(const char *d, size_t len);
 
 /* ---- util.c -------------------------------------------------------------- */
 ZKL__HIDDEN int zkl__valid_name(const char *name);
@@ -122,8 +154,6 @@ ZKL__HIDDEN char *zkl__strdup(const char *s);
 ZKL__HIDDEN char *zkl__join(const char *a, const char *b);
 /* "dir/name", malloc()ed; NULL when out of memory. */
 ZKL__HIDDEN char *zkl__child(const char *dir, const char *name);
-ZKL__HIDDEN int zkl__node_data(const char *id, const void *user, size_t len,
-                               char **out, size_t *out_len);
 ZKL__HIDDEN void zkl__deadline_ts(int64_t deadline_ms, struct timespec *ts);
 ZKL__HIDDEN int zkl__cond_init(pthread_cond_t *cv);
 
@@ -230,18 +260,6 @@ ZKL__HIDDEN int zkl__notice_unpost(zkl_client_t *c, const void *arg);
  * the notices left at teardown. loop.c: the event thread's body. */
 ZKL__HIDDEN void zkl__notice_deliver(zkl_client_t *c);
 ZKL__HIDDEN void zkl__events_discard(zkl_client_t *c);
-/* Whether node data d carries a revocation request: a "revoke=" line in
- * zklock's header, or Apache Curator's "__REVOKE__" (policy.c). */
-ZKL__HIDDEN int zkl__revoke_asked(const char *d, size_t len);
-/* Whether node data d is what we wrote to our node (zkl__node_data with
- * this pid, id and user data), give or take what others may add: revokers'
- * requests, or Curator's "__REVOKE__" over it all. `marks`: the status
- * lines we added or are adding (ZKL__MARK_*); any other line, or one of
- * ours changed or taken out, is someone else's doing (policy.c). */
-enum { ZKL__MARK_READ = 1, ZKL__MARK_HELD = 2 };
-ZKL__HIDDEN int zkl__data_intact(const char *d, size_t len, long pid,
-                                 const char *id, const void *user,
-                                 size_t ulen, unsigned marks);
 /* fork(): objects made before a fork are unusable in the child. Bumped in
  * the child by a pthread_atfork() handler; an object remembers the value
  * it was created under. One relaxed load, for the reentrant fast path. */

@@ -6,7 +6,6 @@
  * here is untrusted input. */
 #include "config.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -416,91 +415,3 @@ void zkl__decide(const zkl__entry_t *e, int n, int me,
                     !(e[me].kind & ZKL__KIND_EXCL);
 }
 
-/* The header of a zklock node's data (zkl__node_data) ends at its first
- * empty line; its owner adds status lines to it: "mode=read" when a
- * read-write writer downgrades, "state=held" when a semaphore lease is
- * granted after waiting; a revoker adds "revoke=..." (revoke.c).
- * header_line: whether it has a line that is `line` (`prefix` 0) or
- * starts with it (1). */
-static int header_line(const char *d, size_t len, const char *line,
-                       int prefix) {
-  const char *end = d + len, *p, *nl;
-  size_t m = strlen(line);
-  if (!d || len < 9 || memcmp(d, "zklock 1\n", 9) != 0)
-    return 0;
-  for (p = d + 9; p < end && *p != '\n'; p = nl + 1) {
-    if (!(nl = memchr(p, '\n', (size_t)(end - p))))
-      return 0;
-    if ((prefix ? (size_t)(nl - p) >= m : (size_t)(nl - p) == m) &&
-        memcmp(p, line, m) == 0)
-      return 1;
-  }
-  return 0;
-}
-
-int zkl__data_mark(const char *d, size_t len, const char *mark) {
-  return header_line(d, len, mark, 0);
-}
-
-/* Whether line [p, nl) is `key` followed by exactly `val` (vlen bytes). */
-static int line_is(const char *p, const char *nl, const char *key,
-                   const char *val, size_t vlen) {
-  size_t k = strlen(key);
-  return (size_t)(nl - p) == k + vlen && memcmp(p, key, k) == 0 &&
-         memcmp(p + k, val, vlen) == 0;
-}
-
-int zkl__data_intact(const char *d, size_t len, long pid, const char *id,
-                     const void *user, size_t ulen, unsigned marks) {
-  const char *end = d + len, *p, *nl;
-  char pidv[24];
-  int n = snprintf(pidv, sizeof pidv, "%ld", pid), seen = 0;
-  if (d && len == 10 && memcmp(d, "__REVOKE__", 10) == 0)
-    return 1; /* Curator's Revoker: a request, written over everything */
-  if (!d || len < 9 || memcmp(d, "zklock 1\n", 9) != 0 || n <= 0)
-    return 0;
-  for (p = d + 9; p < end && *p != '\n'; p = nl + 1) {
-    size_t l;
-    if (!(nl = memchr(p, '\n', (size_t)(end - p))))
-      return 0;
-    l = (size_t)(nl - p);
-    if (line_is(p, nl, "pid=", pidv, (size_t)n))
-      seen |= 1;
-    else if (id && line_is(p, nl, "id=", id, strlen(id)))
-      seen |= 2;
-    else if (((marks & ZKL__MARK_READ) && line_is(p, nl, "mode=read", "", 0)) ||
-             ((marks & ZKL__MARK_HELD) && line_is(p, nl, "state=held", "", 0)))
-      ;
-    /* what no reader of the queue acts on: where we run, and revokers'
-     * requests (revoke.c), which anyone may add */
-    else if (!((l >= 5 && memcmp(p, "host=", 5) == 0) ||
-               (l >= 7 && memcmp(p, "thread=", 7) == 0) ||
-               (l >= 7 && memcmp(p, "revoke=", 7) == 0)))
-      return 0;
-  }
-  if (p >= end || seen != (id ? 3 : 1))
-    return 0; /* no end to the header, or a line of ours taken out */
-  p++;
-  return (size_t)(end - p) == ulen && (ulen == 0 || memcmp(p, user, ulen) == 0);
-}
-
-int zkl__revoke_asked(const char *d, size_t len) {
-  /* Curator's Revoker writes "__REVOKE__" over the whole data */
-  return (d && len == 10 && memcmp(d, "__REVOKE__", 10) == 0) ||
-         header_line(d, len, "revoke=", 1);
-}
-
-/* A semaphore's directory says "max=N": its number of leases, 1 to
- * ZKL_LEASES_MAX; anything else is no semaphore's (0). */
-int zkl__dir_limit(const char *d, size_t len) {
-  long v = 0;
-  size_t i;
-  if (len < 5 || len > 4 + 5 || memcmp(d, "max=", 4) != 0 || d[4] == '0')
-    return 0;
-  for (i = 4; i < len; i++) {
-    if (d[i] < '0' || d[i] > '9')
-      return 0;
-    v = v * 10 + (d[i] - '0');
-  }
-  return v <= ZKL_LEASES_MAX ? (int)v : 0;
-}

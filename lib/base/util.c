@@ -1,12 +1,10 @@
-/* util.c: names, guids, node data, time, handle registry. */
+/* util.c: names, guids, time, handle registry. */
 #include "config.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -123,34 +121,6 @@ char *zkl__child(const char *dir, const char *name) {
     memcpy(d + la + 1, name, lb + 1);
   }
   return d;
-}
-
-/* Node data: "zklock 1\nhost=H\npid=P\nthread=T\n\n" then the caller's
- * bytes. Text first so that zkCli and our tools show who holds a lock. */
-int zkl__node_data(const char *id, const void *user, size_t len, char **out,
-                   size_t *out_len) {
-  char host[256] = "";
-  char head[400 + ZKL_ID_MAX];
-  int n;
-  char *buf;
-  if (gethostname(host, sizeof host - 1) != 0)
-    strcpy(host, "unknown");
-  n = snprintf(head, sizeof head,
-               "zklock 1\nhost=%s\npid=%ld\nthread=%ld\n%s%s%s\n", host,
-               (long)getpid(), (long)syscall(SYS_gettid), id ? "id=" : "",
-               id ? id : "", id ? "\n" : "");
-  if (n < 0 || (size_t)n >= sizeof head)
-    return ZKL_ESYSTEM;
-  buf = malloc((size_t)n + len + 1);
-  if (!buf)
-    return ZKL_ENOMEM;
-  memcpy(buf, head, (size_t)n);
-  if (len)
-    memcpy(buf + n, user, len);
-  buf[(size_t)n + len] = '\0';
-  *out = buf;
-  *out_len = (size_t)n + len;
-  return ZKL_OK;
 }
 
 void zkl__deadline_ts(int64_t deadline_ms, struct timespec *ts) {

@@ -282,10 +282,6 @@ ZKL__HIDDEN int zkl__queue_verify(zkl__queue_t *q, zkl__acq_t *a);
 ZKL__HIDDEN int zkl__acq_path(const zkl__acq_t *a, char *buf, size_t size);
 ZKL__HIDDEN int zkl__queue_list(zkl_client_t *c, const char *dir,
                                 zkl_contender_t **out, size_t *count);
-/* Fills host, pid, thread, id and data of e from node data d (untrusted:
- * any bytes). Returns ZKL_OK or ZKL_ENOMEM. */
-ZKL__HIDDEN int zkl__parse_node_data(zkl_contender_t *e, const char *d,
-                                     size_t len);
 /* The same after validating root and name (public list functions). */
 ZKL__HIDDEN int zkl__list_named(zkl_client_t *c, const char *root,
                                 const char *name, zkl_contender_t **out,

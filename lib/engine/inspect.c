@@ -7,64 +7,6 @@
 
 #include "internal.h"
 
-/* A copy of the value of a "key=value" line (l bytes, key k bytes). */
-static char *value_of(const char *p, size_t l, size_t k) {
-  char *v = malloc(l - k + 1);
-  if (v) {
-    memcpy(v, p + k, l - k);
-    v[l - k] = '\0';
-  }
-  return v;
-}
-
-/* The number in a "key=value" line; the value need not be NUL-terminated
- * (found by fuzz/fuzz_nodedata.c: strtol read past the buffer). */
-static long long number_of(const char *p, size_t l, size_t k) {
-  char buf[32];
-  size_t n = l - k < sizeof buf - 1 ? l - k : sizeof buf - 1;
-  memcpy(buf, p + k, n);
-  buf[n] = '\0';
-  return strtoll(buf, NULL, 10);
-}
-
-/* Our node data: "zklock 1\nhost=..\npid=..\nthread=..\n\n<caller data>".
- * Anything else (another library's node) is kept whole as caller data. */
-int zkl__parse_node_data(zkl_contender_t *e, const char *d, size_t len) {
-  const char *end = d + len, *p, *body = d;
-  if (len >= 9 && memcmp(d, "zklock 1\n", 9) == 0) {
-    for (p = d + 9; p < end && *p != '\n';) {
-      const char *nl = memchr(p, '\n', (size_t)(end - p));
-      size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
-      /* any client writes node data: a repeated key replaces the earlier
-       * value (found by fuzz/fuzz_nodedata.c: it used to leak it) */
-      if (l > 5 && memcmp(p, "host=", 5) == 0) {
-        free(e->host);
-        if (!(e->host = value_of(p, l, 5)))
-          return ZKL_ENOMEM;
-      } else if (l > 4 && memcmp(p, "pid=", 4) == 0)
-        e->pid = (long)number_of(p, l, 4);
-      else if (l > 7 && memcmp(p, "thread=", 7) == 0)
-        e->thread = (unsigned long)number_of(p, l, 7);
-      else if (l > 3 && memcmp(p, "id=", 3) == 0) {
-        free(e->id);
-        if (!(e->id = value_of(p, l, 3)))
-          return ZKL_ENOMEM;
-      }
-      p = nl ? nl + 1 : end;
-    }
-    body = p < end ? p + 1 : end;
-  }
-  if (body < end) {
-    e->data_len = (size_t)(end - body);
-    e->data = malloc(e->data_len + 1);
-    if (!e->data)
-      return ZKL_ENOMEM;
-    memcpy(e->data, body, e->data_len);
-    ((char *)e->data)[e->data_len] = '\0';
-  }
-  return ZKL_OK;
-}
-
 void zkl_contenders_free(zkl_contender_t *list, size_t count) {
   size_t i;
   if (!list)
@@ -116,7 +58,7 @@ static int read_all(zkl_client_t *c, zkl__session_t *s, const char *dir,
       e->mode = (it[i].kind & ZKL__KIND_LEASE) ? ZKL_MODE_LEASE
                 : (it[i].kind & ZKL__KIND_EXCL) &&
                         !zkl__data_mark(cl->data, (size_t)cl->data_len,
-                                        "mode=read")
+                                        ZKL__LINE_READ)
                     ? ZKL_MODE_EXCLUSIVE
                     : ZKL_MODE_SHARED;
       rc = e->node ? zkl__parse_node_data(e, cl->data, (size_t)cl->data_len)
