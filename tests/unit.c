@@ -474,6 +474,88 @@ static void test_data_intact(void) {
   free(d);
 }
 
+/* The one splice: the line goes first in the header, right after the
+ * magic line, and every other byte follows unchanged. */
+static void test_data_add_line(void) {
+  static const char ours[] = "zklock 1\nhost=h\npid=4\n\nuser";
+  char *d = NULL, *nd = NULL;
+  size_t len = 0, nlen = 0;
+  CHECK_RC(zkl__data_add_line(ours, sizeof ours - 1, "mode=read", &nd, &nlen),
+           ZKL_OK);
+  CHECK_STR(nd, "zklock 1\nmode=read\nhost=h\npid=4\n\nuser");
+  CHECK_INT(nlen, ==, sizeof ours - 1 + 10);
+  CHECK(zkl__data_mark(nd, nlen, ZKL__LINE_READ));
+  free(nd);
+  /* a line already there is added again: asking first is the caller's */
+  CHECK_RC(zkl__data_add_line("zklock 1\nrevoke=a,1\n\n", 21, "revoke=a,1",
+                              &nd, &nlen),
+           ZKL_OK);
+  CHECK_STR(nd, "zklock 1\nrevoke=a,1\nrevoke=a,1\n\n");
+  CHECK_INT(zkl__revoke_count(nd, nlen), ==, 2);
+  free(nd);
+  /* a header without its empty line: still spliced, the rest kept */
+  CHECK_RC(zkl__data_add_line("zklock 1\nhost=h", 15, "state=held", &nd,
+                              &nlen),
+           ZKL_OK);
+  CHECK_STR(nd, "zklock 1\nstate=held\nhost=h");
+  CHECK(zkl__data_mark(nd, nlen, ZKL__LINE_HELD));
+  free(nd);
+  /* nothing but the magic line: the added line is the whole header so
+   * far, still with no end */
+  CHECK_RC(zkl__data_add_line("zklock 1\n", 9, "mode=read", &nd, &nlen),
+           ZKL_OK);
+  CHECK(nd && nlen == 19 && memcmp(nd, "zklock 1\nmode=read\n", 19) == 0);
+  free(nd);
+  /* data without our header is nobody's to add to; nor is a line that
+   * would end the header or add two lines a status line */
+  nd = (char *)"untouched";
+  CHECK_RC(zkl__data_add_line("10.0.0.7", 8, "mode=read", &nd, &nlen),
+           ZKL_EINVAL);
+  CHECK(nd == NULL && nlen == 0);
+  CHECK_RC(zkl__data_add_line("zklock 1", 8, "mode=read", &nd, &nlen),
+           ZKL_EINVAL);
+  CHECK_RC(zkl__data_add_line(NULL, 0, "mode=read", &nd, &nlen), ZKL_EINVAL);
+  CHECK_RC(zkl__data_add_line("__REVOKE__", 10, "revoke=a,1", &nd, &nlen),
+           ZKL_EINVAL);
+  CHECK_RC(zkl__data_add_line(ours, sizeof ours - 1, "", &nd, &nlen),
+           ZKL_EINVAL);
+  CHECK_RC(zkl__data_add_line(ours, sizeof ours - 1, "a=1\nb=2", &nd, &nlen),
+           ZKL_EINVAL);
+  CHECK(nd == NULL);
+  /* our own data, marked, is intact for us with the mark only */
+  CHECK_RC(zkl__node_data("cand", "u", 1, &d, &len), ZKL_OK);
+  CHECK_RC(zkl__data_add_line(d, len, ZKL__LINE_HELD, &nd, &nlen), ZKL_OK);
+  CHECK(zkl__data_intact(nd, nlen, (long)getpid(), "cand", "u", 1,
+                         ZKL__MARK_HELD));
+  CHECK(!zkl__data_intact(nd, nlen, (long)getpid(), "cand", "u", 1, 0));
+  free(nd);
+  free(d);
+}
+
+/* A revoker's line, and how many of them a header carries. */
+static void test_revoke_lines(void) {
+  char line[ZKL__REVOKE_LINE_MAX], small[8];
+  CHECK_RC(zkl__revoke_line(line, sizeof line, "ab12", 2500), ZKL_OK);
+  CHECK_STR(line, "revoke=ab12,2500");
+  CHECK_RC(zkl__revoke_line(line, sizeof line, "ab", -1), ZKL_OK);
+  CHECK_STR(line, "revoke=ab,-1");
+  CHECK_RC(zkl__revoke_line(small, sizeof small, "ab12", 5), ZKL_EINVAL);
+  CHECK_RC(zkl__revoke_line(line, sizeof line, "a\nb", 5), ZKL_EINVAL);
+  CHECK_INT(zkl__revoke_count("zklock 1\nrevoke=a,1\nhost=h\nrevoke=\n\n"
+                              "revoke=body,1\n",
+                              50),
+            ==, 2);
+  CHECK_INT(zkl__revoke_count("zklock 1\nrevoke=a,1\nrevoke=b", 28), ==, 1);
+  CHECK_INT(zkl__revoke_count("revoke=a,1\n", 11), ==, 0); /* not ours */
+  CHECK_INT(zkl__revoke_count("zklock 2\nrevoke=a,1\n\n", 21), ==, 0);
+  CHECK(!zkl__revoke_asked("zklock 2\nrevoke=a,1\n\n", 21));
+  CHECK_INT(zkl__revoke_count("__REVOKE__", 10), ==, 0);   /* Curator's */
+  CHECK_INT(zkl__revoke_count(NULL, 0), ==, 0);
+  CHECK(zkl__data_ours("zklock 1\n", 9));
+  CHECK(!zkl__data_ours("zklock 1", 8));
+  CHECK(!zkl__data_ours("zklock 2\n", 9));
+}
+
 static void test_handles(void) {
   int x, y;
   CHECK_RC(zkl__handle_add(&x), ZKL_OK);
@@ -500,5 +582,7 @@ int main(void) {
   RUN(test_handles);
   RUN(test_data_intact);
   RUN(test_node_data_parse);
+  RUN(test_data_add_line);
+  RUN(test_revoke_lines);
   return CHECK_DONE();
 }

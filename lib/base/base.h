@@ -109,16 +109,33 @@ ZKL__HIDDEN int zkl__node_data(const char *id, const void *user, size_t len,
                                char **out, size_t *out_len);
 /* Whether d is zklock node data: it starts with the magic line. */
 ZKL__HIDDEN int zkl__data_ours(const char *d, size_t len);
-/* The status lines an owner adds to its header, and the bits that say
- * which it added or is adding (zkl__data_intact). */
+/* The status lines an owner adds to its header (zkl__data_add_line), and
+ * the bits that say which it added or is adding (zkl__data_intact). */
 #define ZKL__LINE_READ "mode=read"  /* a read-write writer downgraded */
 #define ZKL__LINE_HELD "state=held" /* a semaphore lease granted: relay */
 enum { ZKL__MARK_READ = 1, ZKL__MARK_HELD = 2 };
+/* d, zklock node data, with `line` added as the first line of its header,
+ * in *out (malloc()ed, with a NUL after *out_len bytes); everything after
+ * the magic line follows it unchanged, whatever it is (a header without
+ * its empty line included). The line is added even if the header has it
+ * already: ask zkl__data_mark() first where that matters. ZKL_EINVAL (*out
+ * NULL) when d is not zklock node data or line is empty or holds a
+ * newline; ZKL_ENOMEM. */
+ZKL__HIDDEN int zkl__data_add_line(const char *d, size_t len,
+                                   const char *line, char **out,
+                                   size_t *out_len);
 /* Whether node data d carries the line `mark` in its header. */
 ZKL__HIDDEN int zkl__data_mark(const char *d, size_t len, const char *mark);
+/* A revoker's request line, "revoke=<nonce>,<grace_ms>", into buf.
+ * ZKL_EINVAL when it does not fit or nonce holds a newline. */
+#define ZKL__REVOKE_LINE_MAX 96
+ZKL__HIDDEN int zkl__revoke_line(char *buf, size_t size, const char *nonce,
+                                 int64_t grace_ms);
 /* Whether node data d carries a revocation request: a "revoke=" line in
  * zklock's header, or Apache Curator's "__REVOKE__". */
 ZKL__HIDDEN int zkl__revoke_asked(const char *d, size_t len);
+/* How many "revoke=" lines the header of node data d has. */
+ZKL__HIDDEN int zkl__revoke_count(const char *d, size_t len);
 /* Whether node data d is what we wrote to our node (zkl__node_data with
  * this pid, id and user data), give or take what others may add: revokers'
  * requests, or Curator's "__REVOKE__" over it all. `marks`: the status

@@ -13,8 +13,8 @@
  *   <caller's data>     any bytes, to the end
  *
  * Each header line ends in '\n'. Lines are added to a live node's header
- * by a conditional setData, always as its first line after the magic one,
- * and only these:
+ * by a conditional setData, always as its first line after the magic one
+ * (zkl__data_add_line), and only these:
  *   - by the owner, status lines (ZKL__LINE_*): "mode=read" when a
  *     read-write writer downgrades, "state=held" when a semaphore lease
  *     is granted after a wait (the relay: queue.c);
@@ -84,6 +84,35 @@ int zkl__data_ours(const char *d, size_t len) {
   return d && len >= MAGIC_LEN && memcmp(d, magic, MAGIC_LEN) == 0;
 }
 
+int zkl__data_add_line(const char *d, size_t len, const char *line,
+                       char **out, size_t *out_len) {
+  size_t m = strlen(line);
+  char *nd;
+  *out = NULL;
+  *out_len = 0;
+  /* an empty line would end the header before the creator's lines, a
+   * newline would add two */
+  if (!zkl__data_ours(d, len) || m == 0 || strchr(line, '\n'))
+    return ZKL_EINVAL;
+  if (!(nd = malloc(len + m + 2)))
+    return ZKL_ENOMEM;
+  memcpy(nd, d, MAGIC_LEN);
+  memcpy(nd + MAGIC_LEN, line, m);
+  nd[MAGIC_LEN + m] = '\n';
+  memcpy(nd + MAGIC_LEN + m + 1, d + MAGIC_LEN, len - MAGIC_LEN);
+  nd[len + m + 1] = '\0';
+  *out = nd;
+  *out_len = len + m + 1;
+  return ZKL_OK;
+}
+
+int zkl__revoke_line(char *buf, size_t size, const char *nonce,
+                     int64_t grace_ms) {
+  int n = snprintf(buf, size, REVOKE_KEY "%s,%lld", nonce, (long long)grace_ms);
+  return n > 0 && (size_t)n < size && !strchr(nonce, '\n') ? ZKL_OK
+                                                           : ZKL_EINVAL;
+}
+
 /* ---- reading the header -------------------------------------------------- */
 
 /* How many lines of the header of zklock node data d are `line` (`prefix`
@@ -116,6 +145,10 @@ static int curator_asked(const char *d, size_t len) {
 
 int zkl__revoke_asked(const char *d, size_t len) {
   return curator_asked(d, len) || header_lines(d, len, REVOKE_KEY, 1) > 0;
+}
+
+int zkl__revoke_count(const char *d, size_t len) {
+  return header_lines(d, len, REVOKE_KEY, 1);
 }
 
 /* Whether line [p, nl) is `key` followed by exactly `val` (vlen bytes). */

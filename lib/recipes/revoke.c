@@ -11,7 +11,6 @@
  * once, and its acquire ends with ZKL_EREVOKED (queue.c). */
 #include "config.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,33 +81,6 @@ static int request(revoker_t *v, int op, const char *path, const char *data,
   }
 }
 
-/* d with our request line as the first of its header. */
-static char *with_request(const char *d, size_t len, const char *line,
-                          int *out_len) {
-  size_t m = strlen(line);
-  char *nd = malloc(len + m + 2);
-  if (!nd)
-    return NULL;
-  memcpy(nd, d, 9);
-  memcpy(nd + 9, line, m);
-  nd[9 + m] = '\n';
-  memcpy(nd + 10 + m, d + 9, len - 9);
-  *out_len = (int)(len + m + 1);
-  return nd;
-}
-
-/* The requests in the header of zklock node data d. */
-static int requests_in(const char *d, size_t len) {
-  const char *end = d + len, *p, *nl;
-  int n = 0;
-  for (p = d + 9; p < end && *p != '\n'; p = nl + 1) {
-    if (!(nl = memchr(p, '\n', (size_t)(end - p))))
-      break;
-    n += nl - p >= 7 && memcmp(p, "revoke=", 7) == 0;
-  }
-  return n;
-}
-
 /* Writes our request into path's data. ZOK (written, found written by
  * an earlier try, or the node is not zklock's: nothing to write there),
  * ZNONODE (released meanwhile), or what failed. */
@@ -117,21 +89,21 @@ static int ask(revoker_t *v, const char *path, const char *line) {
   for (tries = 0; tries < WRITE_TRIES; tries++) {
     zkl__call_t get, set;
     char *nd;
-    int nlen;
+    size_t len, nlen;
     rc = request(v, GET, path, NULL, 0, 0, &get);
-    if (rc != ZOK || get.data_len < 9 ||
-        memcmp(get.data, "zklock 1\n", 9) != 0 ||
-        strstr(get.data, line) ||
-        requests_in(get.data, (size_t)get.data_len) >= REQUESTS_MAX) {
+    len = rc == ZOK ? (size_t)get.data_len : 0;
+    if (rc != ZOK || !zkl__data_ours(get.data, len) ||
+        zkl__data_mark(get.data, len, line) ||
+        zkl__revoke_count(get.data, len) >= REQUESTS_MAX) {
       zkl__call_free(&get);
       return rc;
     }
-    nd = with_request(get.data, (size_t)get.data_len, line, &nlen);
-    if (!nd) {
+    rc = zkl__data_add_line(get.data, len, line, &nd, &nlen);
+    if (rc != ZKL_OK) {
       zkl__call_free(&get);
-      return ZKL_ENOMEM;
+      return rc;
     }
-    rc = request(v, SET, path, nd, nlen, get.stat.version, &set);
+    rc = request(v, SET, path, nd, (int)nlen, get.stat.version, &set);
     zkl__call_free(&get);
     zkl__call_free(&set);
     free(nd);
@@ -181,13 +153,14 @@ static int wait_gone(revoker_t *v, const char *path, int64_t deadline_ms) {
 /* Asks, waits, forces: the targets' paths, holders first (nhold). */
 static int revoke_paths(revoker_t *v, char **paths, size_t n, size_t nhold,
                         int64_t grace_ms, unsigned *forced) {
-  char guid[ZKL__GUID_LEN + 1], line[96];
+  char guid[ZKL__GUID_LEN + 1], line[ZKL__REVOKE_LINE_MAX];
   int64_t deadline = zkl_now_ms() + (grace_ms > 0 ? grace_ms : 0);
   size_t i;
   int rc = ZOK;
   if (zkl__guid(guid) != ZKL_OK)
     return ZKL_ESYSTEM;
-  snprintf(line, sizeof line, "revoke=%s,%lld", guid, (long long)grace_ms);
+  if ((rc = zkl__revoke_line(line, sizeof line, guid, grace_ms)) != ZKL_OK)
+    return rc;
   /* a waiter holds nothing: it is not asked, only taken out of the queue */
   for (i = nhold; i < n && rc == ZOK; i++) {
     zkl__call_t del;
