@@ -556,6 +556,36 @@ static void test_revoke_lines(void) {
   CHECK(!zkl__data_ours("zklock 2\n", 9));
 }
 
+/* A semaphore directory's "max=N": written one way, and read only in
+ * that way. */
+static void test_dir_data(void) {
+  char *d;
+  int n;
+  for (n = 1; n <= ZKL_LEASES_MAX; n += n < 20 ? 1 : 997) {
+    d = zkl__dir_data(n);
+    CHECK(d != NULL);
+    CHECK_INT(zkl__dir_limit(d, d ? strlen(d) : 0), ==, n);
+    free(d);
+  }
+  d = zkl__dir_data(ZKL_LEASES_MAX);
+  CHECK(d && zkl__dir_limit(d, strlen(d)) == ZKL_LEASES_MAX);
+  free(d);
+  d = zkl__dir_data(7);
+  CHECK_STR(d, "max=7");
+  free(d);
+  CHECK(zkl__dir_data(0) == NULL);
+  CHECK(zkl__dir_data(-1) == NULL);
+  CHECK(zkl__dir_data(ZKL_LEASES_MAX + 1) == NULL);
+  CHECK_INT(zkl__dir_limit("max=3\n", 6), ==, 0);
+  CHECK_INT(zkl__dir_limit("max=+3", 6), ==, 0);
+  CHECK_INT(zkl__dir_limit("max=-3", 6), ==, 0);
+  CHECK_INT(zkl__dir_limit(" max=3", 6), ==, 0);
+  CHECK_INT(zkl__dir_limit("MAX=3", 5), ==, 0);
+  CHECK_INT(zkl__dir_limit("max=0", 5), ==, 0);
+  CHECK_INT(zkl__dir_limit("max=3", 4), ==, 0); /* only what len says */
+  CHECK_INT(zkl__dir_limit(NULL, 0), ==, 0);
+}
+
 static void test_handles(void) {
   int x, y;
   CHECK_RC(zkl__handle_add(&x), ZKL_OK);
@@ -584,5 +614,6 @@ int main(void) {
   RUN(test_node_data_parse);
   RUN(test_data_add_line);
   RUN(test_revoke_lines);
+  RUN(test_dir_data);
   return CHECK_DONE();
 }

@@ -149,8 +149,11 @@ ZKL__HIDDEN int zkl__data_intact(const char *d, size_t len, long pid,
  * ZKL_OK or ZKL_ENOMEM. */
 ZKL__HIDDEN int zkl__parse_node_data(zkl_contender_t *e, const char *d,
                                      size_t len);
-/* A semaphore directory's data says "max=N": its number of leases, 1 to
- * ZKL_LEASES_MAX; anything else is no semaphore's (0). */
+/* A semaphore directory's data for `limit` leases, "max=N" (malloc()ed),
+ * or NULL: out of memory, or limit not in 1..ZKL_LEASES_MAX. */
+ZKL__HIDDEN char *zkl__dir_data(int limit);
+/* The N of a directory's "max=N", exactly as zkl__dir_data writes it (no
+ * sign, no leading zero, 1..ZKL_LEASES_MAX); 0 for anything else. */
 ZKL__HIDDEN int zkl__dir_limit(const char *d, size_t len);
 
 /* ---- util.c -------------------------------------------------------------- */

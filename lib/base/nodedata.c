@@ -26,7 +26,7 @@
  * the caller's data, and nobody adds to it.
  *
  * A semaphore's directory carries "max=N" and nothing else: its number of
- * leases (zkl__dir_limit).
+ * leases (zkl__dir_data).
  *
  * Any client of the ensemble can write any bytes into any node: every
  * function here reads untrusted input, and fuzz/fuzz_nodedata.c covers
@@ -267,10 +267,19 @@ int zkl__parse_node_data(zkl_contender_t *e, const char *d, size_t len) {
 
 /* ---- a semaphore directory's "max=N" ------------------------------------- */
 
+char *zkl__dir_data(int limit) {
+  char buf[32];
+  if (limit < 1 || limit > ZKL_LEASES_MAX)
+    return NULL;
+  snprintf(buf, sizeof buf, MAX_KEY "%d", limit);
+  return zkl__strdup(buf);
+}
+
 int zkl__dir_limit(const char *d, size_t len) {
   const size_t k = sizeof MAX_KEY - 1;
   long v = 0;
   size_t i;
+  /* 1 to 5 digits, the first not 0: the one way zkl__dir_data says N */
   if (len < k + 1 || len > k + 5 || memcmp(d, MAX_KEY, k) != 0 || d[k] == '0')
     return 0;
   for (i = k; i < len; i++) {
