@@ -634,10 +634,10 @@ static void step_read_done(zkl__acq_t *a) {
     } else if (g->rc == ZOK) {
       size_t len = g->data_len > 0 ? (size_t)g->data_len : 0;
       hold |= i == 0 && r->w.plan.downgrade_ok &&
-              zkl__data_mark(g->data, len, "mode=read");
+              zkl__data_mark(g->data, len, ZKL__LINE_READ);
       /* promoted before our watch was set: no event will tell us */
       relist |= i == 0 && r->w.plan.relist_on_change &&
-                zkl__data_mark(g->data, len, "state=held");
+                zkl__data_mark(g->data, len, ZKL__LINE_HELD);
     } else if (rc == ZKL_OK || rc == ZKL__RELIST) {
       rc = g->rc;
     }
@@ -704,7 +704,7 @@ static void step_try_read_done(zkl__acq_t *a) {
   int own_gone = r->gd.rc == ZNONODE || (r->gd.rc == ZOK && !mine);
   int hold =
       (g->rc == ZNONODE || (g->rc == ZOK && g->stat.ephemeralOwner != 0 &&
-                            zkl__data_mark(g->data, len, "mode=read"))) &&
+                            zkl__data_mark(g->data, len, ZKL__LINE_READ))) &&
       c->conn_epoch == r->epoch && c->state == ZKL_CLIENT_CONNECTED;
   zkl__session_put(c, s); /* a->sess keeps it alive, if it is still ours */
   r->rs = NULL;

@@ -18,7 +18,6 @@ static void queue_fini(zkl__queue_t *q);
 
 static int queue_init(zkl__queue_t *q, zkl_client_t *c,
                       const zkl__queue_spec_t *sp) {
-  char max[32];
   memset(q, 0, sizeof *q);
   q->c = c;
   q->marker = sp->marker;
@@ -33,10 +32,8 @@ static int queue_init(zkl__queue_t *q, zkl_client_t *c,
   q->user_len = sp->len;
   if (sp->id)
     q->id = zkl__strdup(sp->id);
-  if (sp->limit) {
-    snprintf(max, sizeof max, "max=%d", sp->limit); /* see zkl__dir_limit() */
-    q->dir_data = zkl__strdup(max);
-  }
+  if (sp->limit) /* "max=N" (nodedata.c); the recipe checked N's range */
+    q->dir_data = zkl__dir_data(sp->limit);
   if (!q->dir || !q->prefix || (sp->len && !q->user_data) ||
       (sp->id && !q->id) || (sp->limit && !q->dir_data)) {
     queue_fini(q);
@@ -110,7 +107,7 @@ void zkl__queue_cancel(zkl__queue_t *q) {
   pthread_mutex_unlock(&c->mu);
 }
 
-/* ---- planted nodes -------------------------------------------------------- */
+/* ---- planted nodes --------------------------------------------------- */
 
 /* Records a child that is not ephemeral: planted by an operator, a backup
  * restore or an attacker, it will never go by itself. Once per name. */

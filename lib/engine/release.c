@@ -147,27 +147,17 @@ int zkl__remove_node(zkl_client_t *c, zkl__acq_t *a, int judge) {
   return rc;
 }
 
-/* Our node's data with a status line `line` in its header, which
- * zkl__data_mark() finds: "zklock 1\n" first, then the line. */
+/* Our node's data with the status line `line` (ZKL__LINE_*) in its
+ * header, where zkl__data_mark() finds it. */
 static int marked_data(const zkl__queue_t *q, const char *line, char **out,
                        size_t *len) {
-  char *d = NULL, *nd;
-  size_t l = 0, m = strlen(line);
+  char *d = NULL;
+  size_t l = 0;
   int rc = zkl__node_data(q->id, q->user_data, q->user_len, &d, &l);
-  if (rc != ZKL_OK)
-    return rc;
-  if (!(nd = malloc(l + m + 1))) {
-    free(d);
-    return ZKL_ENOMEM;
-  }
-  memcpy(nd, d, 9);
-  memcpy(nd + 9, line, m);
-  nd[9 + m] = '\n';
-  memcpy(nd + 10 + m, d + 9, l - 9);
+  if (rc == ZKL_OK)
+    rc = zkl__data_add_line(d, l, line, out, len);
   free(d);
-  *out = nd;
-  *len = l + m + 1;
-  return ZKL_OK;
+  return rc;
 }
 
 /* A semaphore lease granted after waiting, or with contenders after it,
@@ -183,7 +173,7 @@ void zkl__relay(zkl__queue_t *q, zkl__acq_t *a) {
   zkl__session_t *s = a->sess;
   char *d;
   size_t len;
-  if (!s || !a->path || marked_data(q, "state=held", &d, &len) != ZKL_OK)
+  if (!s || !a->path || marked_data(q, ZKL__LINE_HELD, &d, &len) != ZKL_OK)
     return;
   a->marks |= ZKL__MARK_HELD; /* before our own watch can see it */
   s->refs++;
@@ -249,7 +239,7 @@ int zkl__queue_downgrade(zkl__queue_t *q, zkl__acq_t *a) {
   char *nd;
   size_t len = 0;
   int rc, version = 0, tries, rewritten = 0;
-  if ((rc = marked_data(q, "mode=read", &nd, &len)) != ZKL_OK)
+  if ((rc = marked_data(q, ZKL__LINE_READ, &nd, &len)) != ZKL_OK)
     return rc;
   pthread_mutex_lock(&c->mu);
   s = a->sess;
