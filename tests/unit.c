@@ -596,6 +596,24 @@ static void test_handles(void) {
   CHECK(!zkl__handle_live(&x));
 }
 
+/* A deadline passed or too far to come still makes a valid timespec:
+ * pthread_cond_timedwait refuses a negative tv_nsec with EINVAL, which a
+ * wait loop would turn into a spin. */
+static void test_deadline_ts(void) {
+  struct timespec ts;
+  zkl__deadline_ts(-1, &ts);
+  CHECK_INT(ts.tv_sec, ==, 0);
+  CHECK_INT(ts.tv_nsec, ==, 0);
+  zkl__deadline_ts(INT64_MIN, &ts);
+  CHECK(ts.tv_sec == 0 && ts.tv_nsec == 0);
+  zkl__deadline_ts(ZKL_NO_DEADLINE, &ts);
+  CHECK(ts.tv_sec > 0);
+  CHECK(ts.tv_nsec >= 0 && ts.tv_nsec < 1000000000);
+  zkl__deadline_ts(12345, &ts);
+  CHECK_INT(ts.tv_sec, ==, 12);
+  CHECK_INT(ts.tv_nsec, ==, 345000000);
+}
+
 int main(void) {
   RUN(test_seq_parse);
   RUN(test_name_parse);
@@ -615,5 +633,6 @@ int main(void) {
   RUN(test_data_add_line);
   RUN(test_revoke_lines);
   RUN(test_dir_data);
+  RUN(test_deadline_ts);
   return CHECK_DONE();
 }

@@ -124,8 +124,16 @@ char *zkl__child(const char *dir, const char *name) {
 }
 
 void zkl__deadline_ts(int64_t deadline_ms, struct timespec *ts) {
-  ts->tv_sec = deadline_ms / 1000;
-  ts->tv_nsec = (deadline_ms % 1000) * 1000000;
+  /* A negative time would give a negative tv_nsec, which the timed waits
+   * refuse (EINVAL), and one past what time_t holds would wrap: a
+   * deadline passed, or too far to ever come, is clamped to one that is. */
+  const int64_t far = sizeof(time_t) < 8 ? INT32_MAX : INT64_MAX / 2000;
+  if (deadline_ms < 0)
+    deadline_ms = 0;
+  if (deadline_ms / 1000 > far)
+    deadline_ms = far * 1000;
+  ts->tv_sec = (time_t)(deadline_ms / 1000);
+  ts->tv_nsec = (long)(deadline_ms % 1000) * 1000000;
 }
 
 /* Condition variables wait on CLOCK_MONOTONIC, the clock of deadlines. */

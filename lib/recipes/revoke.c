@@ -22,7 +22,7 @@
 /* Conditional writes tried while the data keeps changing under us. */
 #define WRITE_TRIES 16
 
-enum { GET, SET, WATCH, DELETE };
+enum { REVOKE_GET, REVOKE_SET, REVOKE_WATCH, REVOKE_DELETE };
 
 typedef struct {
   zkl_client_t *c;
@@ -31,8 +31,8 @@ typedef struct {
 } revoker_t;
 
 /* One request on the current session, sent again once connected after a
- * connection loss (so SET carries a version, and DELETE's ZNONODE after
- * a retry may be our own first attempt's). The call's result stays in
+ * connection loss (so a set carries a version, and a delete's ZNONODE
+ * after a retry may be our own first attempt's). The call's result stays in
  * *call for the caller to read and free. */
 static int request(revoker_t *v, int op, const char *path, const char *data,
                    int len, int version, zkl__call_t *call) {
@@ -53,13 +53,13 @@ static int request(revoker_t *v, int op, const char *path, const char *data,
     pthread_mutex_unlock(&c->mu);
     zkl__call_init(call, c, &v->cv);
     switch (op) {
-    case GET:
+    case REVOKE_GET:
       zkl__get(call, s, path, 0);
       break;
-    case SET:
+    case REVOKE_SET:
       zkl__set(call, s, path, data, len, version);
       break;
-    case WATCH:
+    case REVOKE_WATCH:
       zkl__exists_watch(call, s, path);
       break;
     default:
@@ -90,7 +90,7 @@ static int ask(revoker_t *v, const char *path, const char *line) {
     zkl__call_t get, set;
     char *nd;
     size_t len, nlen;
-    rc = request(v, GET, path, NULL, 0, 0, &get);
+    rc = request(v, REVOKE_GET, path, NULL, 0, 0, &get);
     len = rc == ZOK ? (size_t)get.data_len : 0;
     if (rc != ZOK || !zkl__data_ours(get.data, len) ||
         zkl__data_mark(get.data, len, line) ||
@@ -103,7 +103,7 @@ static int ask(revoker_t *v, const char *path, const char *line) {
       zkl__call_free(&get);
       return rc;
     }
-    rc = request(v, SET, path, nd, (int)nlen, get.stat.version, &set);
+    rc = request(v, REVOKE_SET, path, nd, (int)nlen, get.stat.version, &set);
     zkl__call_free(&get);
     zkl__call_free(&set);
     free(nd);
@@ -128,7 +128,7 @@ static int wait_gone(revoker_t *v, const char *path, int64_t deadline_ms) {
     zkl__call_t ex;
     int zrc;
     pthread_mutex_unlock(&c->mu);
-    zrc = request(v, WATCH, path, NULL, 0, 0, &ex);
+    zrc = request(v, REVOKE_WATCH, path, NULL, 0, 0, &ex);
     zkl__call_free(&ex);
     pthread_mutex_lock(&c->mu);
     if (zrc != ZOK) {
@@ -164,7 +164,7 @@ static int revoke_paths(revoker_t *v, char **paths, size_t n, size_t nhold,
   /* a waiter holds nothing: it is not asked, only taken out of the queue */
   for (i = nhold; i < n && rc == ZOK; i++) {
     zkl__call_t del;
-    rc = request(v, DELETE, paths[i], NULL, 0, 0, &del);
+    rc = request(v, REVOKE_DELETE, paths[i], NULL, 0, 0, &del);
     zkl__call_free(&del);
     if (rc == ZOK)
       ++*forced;
@@ -183,7 +183,7 @@ static int revoke_paths(revoker_t *v, char **paths, size_t n, size_t nhold,
       return gone;
     if (gone)
       continue;
-    rc = request(v, DELETE, paths[i], NULL, 0, 0, &del);
+    rc = request(v, REVOKE_DELETE, paths[i], NULL, 0, 0, &del);
     zkl__call_free(&del);
     if (rc == ZOK) {
       ++*forced;
