@@ -17,7 +17,7 @@
  * (zkl__data_add_line), and only these:
  *   - by the owner, status lines (ZKL__LINE_*): "mode=read" when a
  *     read-write writer downgrades, "state=held" when a semaphore lease
- *     is granted after a wait (the relay: queue.c);
+ *     is granted after a wait (the relay: release.c);
  *   - by anyone asking for the lock, "revoke=<nonce>,<grace_ms>"
  *     (revoke.c). Apache Curator's Revoker writes "__REVOKE__" over the
  *     whole data instead: a request too.

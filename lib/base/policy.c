@@ -309,7 +309,7 @@ static int lease_kind(int kind) { return (kind & ZKL__KIND_LEASE) != 0; }
  * leases, and no node of another kind, are before it. The first waiter
  * (exactly `limit` leases before it) watches them all, and the first
  * deletion proves it holds. A later waiter watches its predecessor, and
- * relists when it goes or is marked held (the relay: see queue.c), or
+ * relists when it goes or is marked held (the relay: see release.c), or
  * after a while in case the mark was never written. */
 static void decide_lease(const zkl__entry_t *e, int n, int me,
                          const unsigned char *skip, int limit,

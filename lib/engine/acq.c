@@ -2,7 +2,7 @@
  * granted hold (HELD, AT_RISK, LOST) and what moves it, and the watch on a
  * hold's own node that verifies it is still ours.
  *
- * The queue engine (queue.c) links an acquisition here for its whole life;
+ * The queue engine (run.c) links an acquisition here for its whole life;
  * the session (session.c) and the ZooKeeper watchers below then change its
  * state, all under c->mu, and notices go to the recipe's callback through
  * the event thread (notice.c, loop.c). */
@@ -70,7 +70,7 @@ int zkl__acq_data_intact(const zkl__acq_t *a, const char *d, int len) {
                           q->user_data, q->user_len, a->marks);
 }
 
-/* Wakes a's run, if one is parked on it (queue.c set a->wake). */
+/* Wakes a's run, if one is parked on it (run.c set a->wake). */
 static void kick(zkl__acq_t *a) {
   if (a->wake)
     a->wake(a);

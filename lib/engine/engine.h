@@ -1,7 +1,8 @@
 /* engine.h: the queue engine (lib/engine/): acquisitions and the state
- * of holds (acq.c), the queue protocol as a machine of steps (queue.c),
- * guarded writes (guard.c), reading a queue (inspect.c), and on top the
- * client's event thread (loop.c). It calls zk/ and base/; recipes reach it
+ * of holds (acq.c), the queue protocol as a machine of steps (step.c,
+ * acquire.c, recover.c, run.c), what a hold does later (release.c), the
+ * queue object (queue.c), guarded writes (guard.c), reading a queue
+ * (inspect.c), and on top the client's event thread (loop.c). It calls zk/ and base/; recipes reach it
  * by name, it never reaches them. Included by internal.h only. */
 
 /* A path an acquisition watches, in the client's table of them (acq.c):
@@ -27,7 +28,7 @@ enum {
 };
 
 /* A queue: the ZooKeeper directory <root>/<name> and how we join it.
- * The mutex (and later recipes) embed one; the engine in queue.c runs it. */
+ * Every recipe embeds one; the machine (run.c) runs its acquisitions. */
 struct zkl__queue {
   zkl_client_t *c;
   char *dir;          /* "<root>/<name>" */
@@ -44,7 +45,7 @@ struct zkl__queue {
    * queue found our node alone in that one: then it is this object's to
    * delete at close, where the server would only reap it a minute later
    * (at a bounded rate), and per-key locks would pile parents up; and
-   * whether this object released a hold already (queue.c remove_node);
+   * whether this object released a hold already (release.c zkl__remove_node);
    * and whether any listing of it showed a node of another library (or
    * recipe, or flavour: zkl__name_foreign): then never ours to delete,
    * for that library may rely on it staying (kazoo checks it once per
@@ -121,8 +122,8 @@ struct zkl__acq {
   int32_t dversion;
   int tainted;
   int waited; /* a multi-lock member's run waited before it granted */
-  struct zkl__run *run;  /* while acquiring: the protocol's machine (queue.c) */
-  /* Set by the run (queue.c) while it acquires: something it may wait
+  struct zkl__run *run;  /* while acquiring: the protocol's machine (run.c) */
+  /* Set by the run (run.c) while it acquires: something it may wait
    * for happened (a watched node, the connection, a cancel). acq.c and
    * the watcher call it, under c->mu, and know nothing of the run. */
   void (*wake)(zkl__acq_t *a);
@@ -196,7 +197,7 @@ ZKL__HIDDEN void zkl__path_watcher(zhandle_t *zh, int type, int state,
 ZKL__HIDDEN int zkl__guarded(zkl__acq_t *const *holds, size_t nh,
                              zkl_op_t *ops, size_t n, unsigned flags);
 
-/* ---- queue.c: the queue protocol ----------------------------------------- */
+/* ---- the queue and its acquisitions: queue.c, run.c, release.c ----------- */
 
 enum { ZKL__BLOCK = 0, ZKL__TRY = 1, ZKL__TIMED = 2 };
 

@@ -110,13 +110,13 @@ static int order_listing(zkl_contender_t *res, size_t n, int limit) {
       res[i].holds = 0;
       if (!skip[i]) {
         /* a lease that says its N is judged by it: the directory's
-         * data may have been rewritten since (queue.c, "agreeing") */
+         * data may have been rewritten since (recover.c, "agreeing") */
         int own = (e[i].kind & ZKL__KIND_LEASE) ? zkl__lease_limit(e[i].name)
                                                 : 0;
         zkl__decide(e, (int)n, (int)i, skip, own ? own : limit, &p);
         /* a reader whose one conflict is a writer that downgraded (its
          * data read "mode=read", so res shows it shared) holds, as the
-         * reader itself finds (queue.c, plan.downgrade_ok) */
+         * reader itself finds (acquire.c, plan.downgrade_ok) */
         res[i].holds = p.before == 0 ||
                        (p.downgrade_ok &&
                         res[p.watch[0]].mode == ZKL_MODE_SHARED);

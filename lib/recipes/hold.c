@@ -1,7 +1,7 @@
 /* hold.c: acquisitions nobody waits for, and the holds they grant.
  *
  * zkl_mutex_lock_async() and its siblings start a run of the queue
- * engine (queue.c) with no thread behind it; when the run ends, the event
+ * engine (run.c) with no thread behind it; when the run ends, the event
  * thread posts the outcome as a notice (notice.c), and the callback runs
  * where every callback runs. A zkl_hold_t follows one acquisition from
  * start to release, through the phases HOLD_*:

@@ -4,7 +4,7 @@
  * named with one guid, and the members' listings follow it in the same
  * round trip; a read of one node then gives the creation zxid they all
  * share (a create in a multi returns no stat). Every node is then a run of
- * the queue engine (queue.c) as a member: it waits in its own queue under
+ * the queue engine (run.c) as a member: it waits in its own queue under
  * its own policy, and the set holds when every run has granted. A waiter
  * only waits for older nodes, and the nodes of one acquisition are all
  * exactly as old, so no wait cycle can form (model: waits point from a

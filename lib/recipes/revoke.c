@@ -8,7 +8,7 @@
  * REVOKE_REQUESTED. After the grace period the revoker deletes the node
  * by its exact name; names are never reused, so that is the acquisition
  * it asked, never a later one. A waiter holds nothing: its node goes at
- * once, and its acquire ends with ZKL_EREVOKED (queue.c). */
+ * once, and its acquire ends with ZKL_EREVOKED (acquire.c). */
 #include "config.h"
 
 #include <stdlib.h>

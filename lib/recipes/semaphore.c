@@ -5,7 +5,7 @@
  * lowest leases) and whom to watch. Each lease's name carries N
  * (zkl__lease_limit), and the engine refuses a member while a live lease
  * before it carries another N, or, with no lease of our N live, while the
- * directory's data does not say our N (q->dir_data: queue.c, "agreeing
+ * directory's data does not say our N (q->dir_data: recover.c, "agreeing
  * on N"). It also relays a grant after a wait to the next waiter. What is
  * left here is the lease handle: not owned by a thread, released once by
  * any. */
