@@ -195,24 +195,22 @@ static int by_name(const void *x, const void *y) {
   return strcmp(a->name, b->name);
 }
 
-int zkl_multilock_create(zkl_multilock_t **out, zkl_client_t *c,
-                         const zkl_multilock_member_t *members, size_t n,
-                         const zkl_multilock_options_t *o) {
-  const char *root = o && o->root ? o->root : "/locks";
-  unsigned flags = o ? o->flags : 0;
-  int kazoo = (flags & ZKL_MUTEX_KAZOO) != 0;
+/* The members checked (as every recipe's create checks its arguments,
+ * and each mode) and sorted by name into *out, which the caller frees:
+ * ZKL_OK, ZKL_EINVAL (also for a name given twice), ZKL_EFORKED,
+ * ZKL_ENOMEM. */
+static int sort_members(zkl_client_t *c, const zkl_multilock_member_t *members,
+                        size_t n, const char *root,
+                        const zkl_multilock_options_t *o,
+                        zkl_multilock_member_t **out) {
   zkl_multilock_member_t *sorted;
-  zkl_multilock_t *ml;
-  size_t i, opened = 0;
+  size_t i;
   int rc = ZKL_OK;
-  if (!out)
-    return ZKL_EINVAL;
-  *out = NULL;
   if (!members || n < 1 || n > ZKL_MULTILOCK_MAX)
     return ZKL_EINVAL;
   for (i = 0; i < n && rc == ZKL_OK; i++) {
     rc = zkl__recipe_args(c, members[i].name, root, o ? o->data : NULL,
-                          o ? o->data_len : 0, flags,
+                          o ? o->data_len : 0, o ? o->flags : 0,
                           ZKL_MUTEX_NO_NODE_WATCH | ZKL_MUTEX_KAZOO);
     if (rc == ZKL_OK && members[i].mode != ZKL_MODE_EXCLUSIVE &&
         members[i].mode != ZKL_MODE_SHARED)
@@ -231,34 +229,71 @@ int zkl_multilock_create(zkl_multilock_t **out, zkl_client_t *c,
       free(sorted);
       return ZKL_EINVAL;
     }
-  ml = calloc(1, sizeof *ml);
+  *out = sorted;
+  return ZKL_OK;
+}
+
+/* A multi-lock of n members, none of their queues open yet; NULL when
+ * out of memory. */
+static zkl_multilock_t *ml_new(zkl_client_t *c, size_t n,
+                               const zkl_multilock_options_t *o) {
+  zkl_multilock_t *ml = calloc(1, sizeof *ml);
   if (!ml || !(ml->m = calloc(n, sizeof *ml->m)) ||
       zkl__cond_init(&ml->cv) != ZKL_OK) {
     if (ml)
       free(ml->m);
     free(ml);
-    free(sorted);
-    return ZKL_ENOMEM;
+    return NULL;
   }
   ml->c = c;
   ml->fork_gen = c->fork_gen;
   ml->fn = o ? o->state_fn : NULL;
   ml->ctx = o ? o->state_ctx : NULL;
   ml->n = n;
-  for (i = 0; i < n && rc == ZKL_OK; i++) {
-    zkl__queue_spec_t spec = ZKL__QUEUE_SPEC(root, sorted[i].name, o);
-    struct member *me = &ml->m[i];
-    me->ml = ml;
-    me->shared = sorted[i].mode == ZKL_MODE_SHARED;
-    spec.marker = me->shared ? (kazoo ? "__lock__" : "__WRIT__")
-                             : (kazoo ? "__lock__" : "-lock-");
-    spec.marker_shared = me->shared ? (kazoo ? "__rlock__" : "__READ__") : NULL;
-    spec.flags = (flags & ZKL_MUTEX_NO_NODE_WATCH ? ZKL__Q_NO_NODE_WATCH : 0) |
-                 (kazoo ? ZKL__Q_KEEP_DIR : 0);
-    spec.notify = member_notify; /* a loss ends the set: drop_siblings */
-    if ((rc = zkl__queue_open(&me->q, c, &spec, me)) == ZKL_OK)
-      opened++;
+  return ml;
+}
+
+/* Opens member i's queue, <root>/<m->name>, whose nodes are named as a
+ * mutex's (exclusive) or a read-write lock's (shared), or as kazoo's. */
+static int open_member(zkl_multilock_t *ml, size_t i, const char *root,
+                       const zkl_multilock_member_t *m,
+                       const zkl_multilock_options_t *o) {
+  unsigned flags = o ? o->flags : 0;
+  int kazoo = (flags & ZKL_MUTEX_KAZOO) != 0;
+  int shared = m->mode == ZKL_MODE_SHARED;
+  zkl__queue_spec_t spec = ZKL__QUEUE_SPEC(root, m->name, o);
+  struct member *me = &ml->m[i];
+  me->ml = ml;
+  me->shared = shared;
+  spec.marker = shared ? (kazoo ? "__lock__" : "__WRIT__")
+                       : (kazoo ? "__lock__" : "-lock-");
+  spec.marker_shared = shared ? (kazoo ? "__rlock__" : "__READ__") : NULL;
+  spec.flags = (flags & ZKL_MUTEX_NO_NODE_WATCH ? ZKL__Q_NO_NODE_WATCH : 0) |
+               (kazoo ? ZKL__Q_KEEP_DIR : 0);
+  spec.notify = member_notify; /* a loss ends the set: drop_siblings */
+  return zkl__queue_open(&me->q, ml->c, &spec, me);
+}
+
+int zkl_multilock_create(zkl_multilock_t **out, zkl_client_t *c,
+                         const zkl_multilock_member_t *members, size_t n,
+                         const zkl_multilock_options_t *o) {
+  const char *root = o && o->root ? o->root : "/locks";
+  zkl_multilock_member_t *sorted = NULL;
+  zkl_multilock_t *ml;
+  size_t opened = 0;
+  int rc;
+  if (!out)
+    return ZKL_EINVAL;
+  *out = NULL;
+  if ((rc = sort_members(c, members, n, root, o, &sorted)) != ZKL_OK)
+    return rc;
+  if (!(ml = ml_new(c, n, o))) {
+    free(sorted);
+    return ZKL_ENOMEM;
   }
+  while (opened < n &&
+         (rc = open_member(ml, opened, root, &sorted[opened], o)) == ZKL_OK)
+    opened++;
   free(sorted);
   if (rc == ZKL_OK && o && o->data_len) {
     if ((ml->data = malloc(o->data_len)))
@@ -751,24 +786,25 @@ static int once(zkl_multilock_t *ml, int mode, int64_t deadline) {
   return rc;
 }
 
-static int acquire(zkl_multilock_t *ml, int mode, int64_t deadline) {
-  zkl_client_t *c;
+/* An acquire begins: ZKL_OK (ml is busy with it until it ends), or why
+ * not. A blocking one would never end where this thread holds a member
+ * through another object already (ZKL_EDEADLK). */
+static int begin(zkl_multilock_t *ml, int mode) {
   uint64_t me;
   size_t i;
-  int rc = ZKL_OK, tries;
+  int rc = ZKL_OK;
   if (!ml)
     return ZKL_EINVAL;
   if (zkl__forked(ml->fork_gen))
     return ZKL_EFORKED;
-  c = ml->c;
   me = zkl__self_tid();
   for (i = 0; mode == ZKL__BLOCK && i < ml->n; i++)
     if (zkl__held_elsewhere(&ml->m[i].q, me))
       return ZKL_EDEADLK;
-  pthread_mutex_lock(&c->mu);
+  pthread_mutex_lock(&ml->c->mu);
   if (ml->busy || ml->held)
     rc = ZKL_EBUSY;
-  else if (c->stopping)
+  else if (ml->c->stopping)
     rc = ZKL_ECLOSED;
   if (rc == ZKL_OK) {
     ml->busy = 1;
@@ -776,14 +812,22 @@ static int acquire(zkl_multilock_t *ml, int mode, int64_t deadline) {
     for (i = 0; i < ml->n; i++)
       ml->gen[i] = ml->m[i].q.cancel_gen;
   }
-  pthread_mutex_unlock(&c->mu);
-  if (rc != ZKL_OK)
-    return rc;
+  pthread_mutex_unlock(&ml->c->mu);
+  return rc;
+}
+
+/* One transaction after another (once()) until the set holds or the
+ * acquire must end: ZKL_OK, or why not. A set that gave way goes again
+ * after its pause, as often as the deadline allows; one that must start
+ * over (ZKL__AGAIN) at most AGAIN_MAX times. */
+static int attempts(zkl_multilock_t *ml, int mode, int64_t deadline) {
+  int64_t until = mode == ZKL__TIMED ? deadline : -1;
+  int rc = ZKL_OK, tries;
   for (tries = 0; tries < AGAIN_MAX; tries++) {
     rc = once(ml, mode, deadline);
     if (rc == YIELDED) {
       tries--; /* not a failure: bounded by the deadline, if any */
-      rc = back_off(ml, mode == ZKL__TIMED ? deadline : -1);
+      rc = back_off(ml, until);
       if (rc != ZKL_OK)
         break;
       rc = ZKL__AGAIN;
@@ -791,15 +835,24 @@ static int acquire(zkl_multilock_t *ml, int mode, int64_t deadline) {
     }
     if (rc != ZKL__AGAIN)
       break;
-    pthread_mutex_lock(&c->mu);
-    rc = halted(ml, mode == ZKL__TIMED ? deadline : -1);
-    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_lock(&ml->c->mu);
+    rc = halted(ml, until);
+    pthread_mutex_unlock(&ml->c->mu);
     if (rc != ZKL_OK)
       break;
     rc = ZKL__AGAIN;
   }
-  if (rc == ZKL__AGAIN)
-    rc = ZSESSIONEXPIRED; /* starting over kept failing */
+  /* ZKL__AGAIN: starting over kept failing */
+  return rc == ZKL__AGAIN ? ZSESSIONEXPIRED : rc;
+}
+
+static int acquire(zkl_multilock_t *ml, int mode, int64_t deadline) {
+  zkl_client_t *c;
+  int rc = begin(ml, mode);
+  if (rc != ZKL_OK)
+    return rc;
+  c = ml->c;
+  rc = attempts(ml, mode, deadline);
   pthread_mutex_lock(&c->mu);
   ml->busy = 0;
   if (rc == ZKL_OK) {
