@@ -1,7 +1,7 @@
 /* multilock.pml: the multi-lock's rule that keeps it out of wait cycles
  * with lockers that hold one lock while they wait for another
- * (lib/recipes/multilock.c: enqueue, wait_all, someone_behind, still_held,
- * back_off), checked with spin. model/README.md ("The multi-lock") says
+ * (lib/engine/join.c: zkl__join_enqueue; lib/recipes/multilock.c:
+ * wait_all, someone_behind, still_held, back_off), checked with spin. model/README.md ("The multi-lock") says
  * what is modelled and what is left out; scripts/model.sh runs the checks.
  *
  * Two locks, A and B, each a queue of nodes in creation order (one
@@ -126,7 +126,7 @@ proctype multi(byte p) {
   byte why; /* 0: every member granted; 1: gave way; 2: start over; 3: give up */
   do
   :: c < MCYCLES ->
-     /* enqueue(): one transaction, one zxid, a node in every queue */
+     /* zkl__join_enqueue(): one transaction, one zxid, a node in every queue */
 enq: atomic {
        append(A, p); append(B, p); gA = 0; gB = 0; saw = 0; why = 0;
        printf("MSC: multi %d enqueues in A and B\n", p)

@@ -407,3 +407,59 @@ ZKL__HIDDEN void zkl__step_agree(zkl__acq_t *a);
 /* acquire.c */
 ZKL__HIDDEN void zkl__step_top(zkl__acq_t *a);
 ZKL__HIDDEN void zkl__joined(zkl__acq_t *a);
+
+/* ---- join.c: one node in each of k queues, made all or none -------------- */
+/* The k queues a multi-lock joins as one, and what lasts from one of its
+ * joins to the next. The caller owns it (a multi-lock embeds it), fills
+ * c, n (1..ZKL_MULTILOCK_MAX), q (in the transaction's order), shared
+ * and data, and keeps the queues and the data alive; gen and deep are
+ * join.c's. */
+typedef struct {
+  zkl_client_t *c;
+  size_t n;
+  zkl__queue_t *q[ZKL_MULTILOCK_MAX];
+  int shared[ZKL_MULTILOCK_MAX]; /* q[i]'s node is of its shared kind */
+  const void *data;              /* stored in every node (user data) */
+  size_t len;
+  uint64_t gen[ZKL_MULTILOCK_MAX]; /* q[i]'s cancel_gen at zkl__join_begin */
+  int deep; /* a parent was missing: make all of them from the top */
+} zkl__join_t;
+/* What one transaction made, on the caller's stack: the nodes paths[0..n)
+ * on session s, created at czxid, and each queue's listing sent right
+ * behind them (ls[i]: zkl__queue_start_member takes it over). The nodes
+ * are the caller's, to run and to delete; it frees the rest with
+ * zkl__join_txn_free once done with the nodes (their runs ended). */
+typedef struct {
+  zkl__session_t *s; /* a reference, dropped by zkl__join_txn_free */
+  char *paths[ZKL_MULTILOCK_MAX];
+  zkl__call_t ls[ZKL_MULTILOCK_MAX];
+  int64_t czxid;
+  /* join.c's own, from here on */
+  zkl_client_t *c;
+  size_t n;
+  char guid[ZKL__GUID_LEN + 1];
+  zoo_op_t ops[ZKL_MULTILOCK_MAX];
+  zoo_op_result_t res[ZKL_MULTILOCK_MAX];
+  zkl__call_t mk[ZKL_MULTILOCK_MAX], tx, st; /* directories, multi, read */
+  zkl__call_t **w, *up; /* the requests waited for; the parents' creates */
+  size_t nw, nup, levels;
+  pthread_cond_t cv;
+} zkl__join_txn_t;
+/* Under c->mu, as an acquire begins: from now on a cancel of any of the
+ * queues halts it. */
+ZKL__HIDDEN void zkl__join_begin(zkl__join_t *j);
+/* Under c->mu: why the acquire must end now (the client closing, its
+ * credentials refused, a queue cancelled, the deadline passed; -1: no
+ * deadline), or ZKL_OK. */
+ZKL__HIDDEN int zkl__join_halted(const zkl__join_t *j, int64_t deadline);
+/* Caller holds no lock. One transaction makes a node in every queue, the
+ * parents first if need be, with each queue's listing behind it, and
+ * reads one node for their zxid; after a lost answer it waits for the
+ * connection (until deadline; -1: none). ZKL_OK: *t holds what it made.
+ * Otherwise *t holds nothing: ZKL__AGAIN (none of the nodes stands, or
+ * whichever may is being deleted: join again), or why not (ZKL_ETIMEDOUT,
+ * ZKL_ECLOSED, ZKL_ENOMEM, a ZooKeeper code...). */
+ZKL__HIDDEN int zkl__join_enqueue(zkl__join_t *j, zkl__join_txn_t *t,
+                                  int64_t deadline);
+/* Takes c->mu: frees what zkl__join_enqueue made, but not the nodes. */
+ZKL__HIDDEN void zkl__join_txn_free(zkl__join_txn_t *t);

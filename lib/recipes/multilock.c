@@ -1,14 +1,13 @@
 /* multilock.c: several locks held as one, with no deadlock.
  *
- * One transaction (zoo_amulti) creates a node in every member's queue,
- * named with one guid, and the members' listings follow it in the same
- * round trip; a read of one node then gives the creation zxid they all
- * share (a create in a multi returns no stat). Every node is then a run of
- * the queue engine (run.c) as a member: it waits in its own queue under
- * its own policy, and the set holds when every run has granted. A waiter
- * only waits for older nodes, and the nodes of one acquisition are all
- * exactly as old, so no wait cycle can form (model: waits point from a
- * larger zxid to a strictly smaller one).
+ * The engine's join of k queues (join.c) makes a node in every member's
+ * queue in one transaction, all with one creation zxid, and lists the
+ * queues in the same round trip. Every node is then a run of the queue
+ * engine (run.c) as a member: it waits in its own queue under its own
+ * policy, and the set holds when every run has granted. A waiter only
+ * waits for older nodes, and the nodes of one acquisition are all exactly
+ * as old, so no wait cycle can form (model: waits point from a larger
+ * zxid to a strictly smaller one).
  *
  * Rules that keep it so: the nodes are created all or none; a member whose
  * node is gone with the session never joins again alone (its run ends
@@ -48,11 +47,9 @@
 struct member {
   zkl__queue_t q; /* first: notify() casts back */
   zkl_multilock_t *ml;
-  int shared;
   zkl__acq_t *a;  /* the run, then the hold (under c->mu) */
   int rc;         /* the run's outcome, 1 while it runs (under c->mu) */
   int last;       /* the last state notified (callback thread) */
-  int deep;       /* its parents may be missing: make them from the top */
 };
 
 struct zkl_multilock {
@@ -63,14 +60,13 @@ struct zkl_multilock {
   size_t n;
   struct member *m; /* in the order of their paths */
   void *data;
-  size_t len;
+  zkl__join_t j;     /* the members' queues, in the same order */
   pthread_cond_t cv; /* member runs ended */
   /* under c->mu */
   int running;       /* member runs not ended yet */
   int failed;        /* the first member's failure, or 0 */
   int busy;          /* an acquire or release is under way */
   int held;          /* the set holds */
-  uint64_t gen[ZKL_MULTILOCK_MAX]; /* the members' cancel_gen at start */
   int64_t token;
   unsigned yields; /* times the acquire under way gave way */
   int dropping;    /* deletes drop_siblings sent, not answered yet */
@@ -250,6 +246,8 @@ static zkl_multilock_t *ml_new(zkl_client_t *c, size_t n,
   ml->fn = o ? o->state_fn : NULL;
   ml->ctx = o ? o->state_ctx : NULL;
   ml->n = n;
+  ml->j.c = c;
+  ml->j.n = n;
   return ml;
 }
 
@@ -264,13 +262,14 @@ static int open_member(zkl_multilock_t *ml, size_t i, const char *root,
   zkl__queue_spec_t spec = ZKL__QUEUE_SPEC(root, m->name, o);
   struct member *me = &ml->m[i];
   me->ml = ml;
-  me->shared = shared;
   spec.marker = shared ? (kazoo ? "__lock__" : "__WRIT__")
                        : (kazoo ? "__lock__" : "-lock-");
   spec.marker_shared = shared ? (kazoo ? "__rlock__" : "__READ__") : NULL;
   spec.flags = (flags & ZKL_MUTEX_NO_NODE_WATCH ? ZKL__Q_NO_NODE_WATCH : 0) |
                (kazoo ? ZKL__Q_KEEP_DIR : 0);
   spec.notify = member_notify; /* a loss ends the set: drop_siblings */
+  ml->j.q[i] = &me->q;
+  ml->j.shared[i] = shared;
   return zkl__queue_open(&me->q, ml->c, &spec, me);
 }
 
@@ -300,7 +299,8 @@ int zkl_multilock_create(zkl_multilock_t **out, zkl_client_t *c,
       memcpy(ml->data, o->data, o->data_len);
     else
       rc = ZKL_ENOMEM;
-    ml->len = o->data_len;
+    ml->j.data = ml->data;
+    ml->j.len = o->data_len;
   }
   if (rc == ZKL_OK)
     rc = zkl__handle_add(ml);
@@ -312,214 +312,7 @@ int zkl_multilock_create(zkl_multilock_t **out, zkl_client_t *c,
   return ZKL_OK;
 }
 
-/* ---- enqueueing all at once ------------------------------------------------ */
-
-/* What one transaction made: the nodes, on session s, and their listings;
- * freed by txn_done(). */
-typedef struct {
-  zkl__session_t *s;
-  char guid[ZKL__GUID_LEN + 1];
-  zoo_op_t ops[ZKL_MULTILOCK_MAX];
-  zoo_op_result_t res[ZKL_MULTILOCK_MAX];
-  char *paths[ZKL_MULTILOCK_MAX];
-  zkl__call_t mk[ZKL_MULTILOCK_MAX], ls[ZKL_MULTILOCK_MAX], tx, st;
-  pthread_cond_t cv;
-} txn_t;
-
-static void txn_done(zkl_client_t *c, txn_t *t, size_t n) {
-  size_t i;
-  for (i = 0; i < n; i++) {
-    free(t->paths[i]);
-    zkl__call_free(&t->mk[i]);
-    zkl__call_free(&t->ls[i]);
-  }
-  zkl__call_free(&t->tx);
-  zkl__call_free(&t->st);
-  pthread_mutex_lock(&c->mu);
-  zkl__session_put(c, t->s);
-  pthread_mutex_unlock(&c->mu);
-  pthread_cond_destroy(&t->cv);
-}
-
-/* Why the acquire must end now (under c->mu), or ZKL_OK. */
-static int halted(const zkl_multilock_t *ml, int64_t deadline) {
-  size_t i;
-  if (ml->c->stopping)
-    return ZKL_ECLOSED;
-  if (ml->c->auth_failed)
-    return ZKL_EAUTH;
-  for (i = 0; i < ml->n; i++)
-    if (ml->m[i].q.cancel_gen != ml->gen[i])
-      return ZKL_ECANCELED;
-  if (deadline >= 0 && zkl_now_ms() >= deadline)
-    return ZKL_ETIMEDOUT;
-  return ZKL_OK;
-}
-
-/* Sends the parents' creates (for queues not known to exist), the
- * transaction and the listings in one round trip; then reads one node for
- * the creation zxid. ZKL_OK with every node made (t->paths), ZKL__AGAIN
- * (nothing of ours stands, or what may is being deleted: start over), or
- * why not. */
-/* The parents of a member's queue, made when a transaction found one
- * missing (first use of a root): every component from the top, in order
- * on the session, whatever each answers (the transaction tells). Not
- * waited for one by one: the transaction waits behind them. */
-static size_t make_parents(zkl__session_t *s, const char *dir,
-                           zkl__call_t *calls) {
-  char *p = zkl__strdup(dir), *slash;
-  size_t n = 0;
-  if (!p)
-    return 0;
-  for (slash = strchr(p + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
-    *slash = '\0';
-    zkl__create(&calls[n++], s, p, NULL, -1, ZOO_CONTAINER);
-    *slash = '/';
-  }
-  free(p);
-  return n;
-}
-
-/* A new guid that ends in the multi-lock's tag (ZKL__ML_TAG). */
-static int tagged_guid(char guid[ZKL__GUID_LEN + 1]) {
-  int rc = zkl__guid(guid);
-  if (rc == ZKL_OK)
-    memcpy(guid + ZKL__GUID_LEN - ZKL__ML_TAG_LEN, ZKL__ML_TAG,
-           ZKL__ML_TAG_LEN);
-  return rc;
-}
-
-static int enqueue(zkl_multilock_t *ml, txn_t *t, int64_t deadline,
-                   int64_t *czxid, int deep) {
-  zkl_client_t *c = ml->c;
-  zkl__call_t **w, *up = NULL;
-  char *data = NULL;
-  size_t len = 0, i, nw = 0, nup = 0, levels = 0;
-  int rc;
-  for (i = 0; deep && i < ml->n; i++) /* at most one per '/' */
-    levels += strlen(ml->m[i].q.dir) / 2 + 1;
-  if (!(w = calloc(2 * ml->n + 1 + levels, sizeof *w)) ||
-      (levels && !(up = calloc(levels, sizeof *up)))) {
-    free(w);
-    return ZKL_ENOMEM;
-  }
-  if ((rc = tagged_guid(t->guid)) != ZKL_OK ||
-      (rc = zkl__node_data(NULL, ml->data, ml->len, &data, &len)) != ZKL_OK) {
-    free(w);
-    free(up);
-    return rc;
-  }
-  for (i = 0; i < ml->n; i++) {
-    struct member *me = &ml->m[i];
-    char *base = zkl__join(me->q.prefix, t->guid);
-    char *name = base ? zkl__join(base, me->shared ? me->q.marker_shared
-                                                   : me->q.marker)
-                      : NULL;
-    size_t size = name ? strlen(name) + ZKL__SEQ_LEN + 1 : 0;
-    free(base);
-    if (!name || !(t->paths[i] = calloc(1, size))) {
-      while (i-- > 0)
-        free((char *)t->ops[i].create_op.path);
-      free(name);
-      free(data);
-      free(w);
-      free(up);
-      return ZKL_ENOMEM;
-    }
-    zoo_create_op_init(&t->ops[i], name, data, (int)len, c->acl,
-                       ZOO_EPHEMERAL_SEQUENTIAL, t->paths[i], (int)size);
-    t->res[i].err = ZOK;
-  }
-  pthread_mutex_lock(&c->mu);
-  t->s = zkl__session_get(c);
-  for (i = 0; i < ml->n; i++) {
-    zkl__call_init(&t->mk[i], c, &t->cv);
-    zkl__call_init(&t->ls[i], c, &t->cv);
-  }
-  zkl__call_init(&t->tx, c, &t->cv);
-  pthread_mutex_unlock(&c->mu);
-  /* parents first: a create of one that exists would fail the whole
-   * transaction, and the C client cannot put a container in one */
-  if (levels) {
-    size_t k, j;
-    pthread_mutex_lock(&c->mu);
-    for (k = 0; k < levels; k++)
-      zkl__call_init(&up[k], c, &t->cv);
-    pthread_mutex_unlock(&c->mu);
-    for (i = 0; i < ml->n; i++) {
-      k = make_parents(t->s, ml->m[i].q.dir, up + nup);
-      for (j = 0; j < k; j++)
-        w[nw++] = &up[nup + j];
-      nup += k;
-    }
-  }
-  for (i = 0; i < ml->n; i++)
-    if (!ml->m[i].q.dir_seen) {
-      zkl__create_dir(&t->mk[i], t->s, ml->m[i].q.dir, NULL, -1,
-                      (ml->m[i].q.flags & ZKL__Q_KEEP_DIR) != 0);
-      w[nw++] = &t->mk[i];
-    }
-  zkl__multi(&t->tx, t->s, (int)ml->n, t->ops, t->res);
-  w[nw++] = &t->tx;
-  for (i = 0; i < ml->n; i++) {
-    zkl__children(&t->ls[i], t->s, ml->m[i].q.dir);
-    w[nw++] = &t->ls[i];
-  }
-  for (i = 0; i < ml->n; i++) /* the C client copied the names */
-    free((char *)t->ops[i].create_op.path);
-  free(data);
-  pthread_mutex_lock(&c->mu);
-  zkl__call_wait(w, (int)nw);
-  for (i = 0; i < nup; i++)
-    zkl__call_free(&up[i]); /* the parents' creates: only their paths */
-  free(up);
-  free(w);
-  for (i = 0; i < ml->n; i++)
-    if (t->mk[i].done && t->mk[i].rc == ZOK)
-      ml->m[i].q.dir_made = t->mk[i].stat.czxid;
-  rc = t->tx.rc;
-  if (rc == ZOK) {
-    zkl__call_t *ptrs[1] = {&t->st};
-    zkl__call_init(&t->st, c, &t->cv);
-    pthread_mutex_unlock(&c->mu);
-    zkl__exists(&t->st, t->s, t->paths[0]);
-    pthread_mutex_lock(&c->mu);
-    zkl__call_wait(ptrs, 1);
-    rc = t->st.rc;
-    if (rc == ZOK && t->st.stat.ephemeralOwner != t->s->id)
-      rc = ZNONODE; /* not ours: someone replaced it at once */
-    *czxid = t->st.stat.czxid;
-  }
-  if (rc == ZOK) {
-    for (i = 0; i < ml->n; i++) {
-      ml->m[i].q.dir_seen = 1;
-      ml->m[i].deep = 0;
-    }
-  } else if (zkl__is_conn_error(rc) || rc == ZNONODE ||
-             rc == ZSESSIONEXPIRED) {
-    /* Made or not, all or none: whatever stands goes, found by the guid
-     * once connected (nothing if the session is over). */
-    for (i = 0; i < ml->n; i++) {
-      if (rc == ZNONODE && t->tx.rc == ZNONODE) {
-        ml->m[i].q.dir_seen = 0; /* a parent was reaped: make them again */
-        ml->m[i].deep = 1;       /* from the top, if the root is missing */
-      }
-      if (t->tx.rc != ZNONODE && t->tx.rc != ZSESSIONEXPIRED)
-        zkl__defer_find_delete(c, t->s, ml->m[i].q.dir, t->guid);
-    }
-    /* once connected again; at once if the connection is up (a lost
-     * answer on a link that came back, or a read that failed alone) */
-    if (rc != ZNONODE &&
-        (rc = zkl__wait_usable(c, NULL, 0, deadline)) == ZKL_OK)
-      rc = ZKL__AGAIN;
-    if (rc == ZNONODE)
-      rc = ZKL__AGAIN;
-  }
-  pthread_mutex_unlock(&c->mu);
-  return rc;
-}
-
-/* ---- waiting in every queue ------------------------------------------------ */
+/* ---- waiting in every queue ---------------------------------------------- */
 
 /* The set's acquire fails with rc: every member run still going is given
  * up (it ends soon, and member_done() counts it). Under c->mu. */
@@ -561,7 +354,7 @@ static unsigned jitter(unsigned max) {
  * never hold while waiting for a lock held by a younger one, so they are
  * not waited for here: among themselves the sets keep their order. A node
  * behind must be ephemeral to count: a planted one never waits. */
-static int someone_behind(zkl_multilock_t *ml, txn_t *t) {
+static int someone_behind(zkl_multilock_t *ml, zkl__join_txn_t *t) {
   zkl_client_t *c = ml->c;
   zkl__call_t ls[ZKL_MULTILOCK_MAX], rd[YIELD_READS];
   zkl__call_t *w[ZKL_MULTILOCK_MAX > YIELD_READS ? ZKL_MULTILOCK_MAX
@@ -596,7 +389,7 @@ static int someone_behind(zkl_multilock_t *ml, txn_t *t) {
     for (j = 0; m >= 0 && j < n && nr < YIELD_READS; j++) {
       if (j == m || !zkl__seq_before(e[m].seq, e[j].seq) ||
           strstr(e[j].name, ZKL__ML_TAG) ||
-          (me->shared && !(e[j].kind & ZKL__KIND_EXCL)))
+          (ml->j.shared[held[i]] && !(e[j].kind & ZKL__KIND_EXCL)))
         continue;
       char *path = zkl__child(me->q.dir, e[j].name);
       if (!path)
@@ -626,7 +419,7 @@ static int someone_behind(zkl_multilock_t *ml, txn_t *t) {
  * or ZKL_OK. While the set holds some members and waits for others, it
  * looks behind those it holds (YIELD_FIRST_MS says when) and gives way
  * (YIELDED) when someone_behind() says so. */
-static int wait_members(zkl_multilock_t *ml, txn_t *t) {
+static int wait_members(zkl_multilock_t *ml, zkl__join_txn_t *t) {
   zkl_client_t *c = ml->c;
   int64_t look = 0;
   while (ml->running > 0) {
@@ -660,7 +453,7 @@ static int wait_members(zkl_multilock_t *ml, txn_t *t) {
  * node meanwhile, before its watch was set: those are read again, in one
  * round trip, and the set starts over (ZKL__AGAIN) unless all are ours.
  * Never a set held in part. */
-static int still_held(zkl_multilock_t *ml, txn_t *t) {
+static int still_held(zkl_multilock_t *ml, zkl__join_txn_t *t) {
   zkl_client_t *c = ml->c;
   zkl__call_t st[ZKL_MULTILOCK_MAX], *w[ZKL_MULTILOCK_MAX];
   size_t i;
@@ -699,15 +492,15 @@ static int still_held(zkl_multilock_t *ml, txn_t *t) {
  * all to end. ZKL_OK: every member holds. While it holds some and waits
  * for others, it gives way (YIELDED) to anyone else who waits behind one
  * it holds (someone_behind). */
-static int wait_all(zkl_multilock_t *ml, txn_t *t, int mode, int64_t deadline,
-                    int64_t czxid) {
+static int wait_all(zkl_multilock_t *ml, zkl__join_txn_t *t, int mode,
+                    int64_t deadline) {
   zkl_client_t *c = ml->c;
   size_t i;
   int rc;
   pthread_mutex_lock(&c->mu);
   ml->failed = 0;
   ml->running = 0;
-  if ((rc = halted(ml, -1)) != ZKL_OK) {
+  if ((rc = zkl__join_halted(&ml->j, -1)) != ZKL_OK) {
     for (i = 0; i < ml->n; i++)
       zkl__defer_delete_now(c, t->s, t->paths[i]);
     pthread_mutex_unlock(&c->mu);
@@ -718,9 +511,9 @@ static int wait_all(zkl_multilock_t *ml, txn_t *t, int mode, int64_t deadline,
     me->rc = 1;
     me->a = NULL;
     ml->running++;
-    rc = zkl__queue_start_member(&me->q, mode, me->shared, deadline, t->s,
-                                 t->paths[i], czxid, &t->ls[i], member_done,
-                                 me, &me->a);
+    rc = zkl__queue_start_member(&me->q, mode, ml->j.shared[i], deadline,
+                                 t->s, t->paths[i], t->czxid, &t->ls[i],
+                                 member_done, me, &me->a);
     if (rc != ZKL_OK) {
       zkl__defer_delete_now(c, t->s, t->paths[i]);
       me->a = NULL;
@@ -758,7 +551,8 @@ static int back_off(zkl_multilock_t *ml, int64_t deadline) {
   pthread_mutex_lock(&c->mu);
   ml->yields++;
   zkl__deadline_ts(until, &ts);
-  while ((rc = halted(ml, deadline)) == ZKL_OK && zkl_now_ms() < until)
+  while ((rc = zkl__join_halted(&ml->j, deadline)) == ZKL_OK &&
+         zkl_now_ms() < until)
     pthread_cond_timedwait(&c->cv, &c->mu, &ts);
   pthread_mutex_unlock(&c->mu);
   zkl__log(c, ZKL_LOG_DEBUG, "multi-lock gave way (%u times)", ml->yields);
@@ -768,21 +562,14 @@ static int back_off(zkl_multilock_t *ml, int64_t deadline) {
 /* One transaction and the wait in every queue behind it: ZKL_OK with the
  * set held, ZKL__AGAIN or YIELDED to start over, or why not. */
 static int once(zkl_multilock_t *ml, int mode, int64_t deadline) {
-  txn_t t;
-  int64_t czxid = 0;
-  size_t k;
-  int deep = 0, rc;
-  for (k = 0; k < ml->n; k++)
-    deep |= ml->m[k].deep;
-  memset(&t, 0, sizeof t);
-  if (zkl__cond_init(&t.cv) != ZKL_OK)
-    return ZKL_ESYSTEM;
-  rc = enqueue(ml, &t, deadline, &czxid, deep);
+  zkl__join_txn_t t;
+  int rc = zkl__join_enqueue(&ml->j, &t, deadline);
+  if (rc != ZKL_OK)
+    return rc;
+  rc = wait_all(ml, &t, mode, deadline);
   if (rc == ZKL_OK)
-    rc = wait_all(ml, &t, mode, deadline, czxid);
-  if (rc == ZKL_OK)
-    ml->token = czxid;
-  txn_done(ml->c, &t, ml->n);
+    ml->token = t.czxid;
+  zkl__join_txn_free(&t);
   return rc;
 }
 
@@ -809,8 +596,7 @@ static int begin(zkl_multilock_t *ml, int mode) {
   if (rc == ZKL_OK) {
     ml->busy = 1;
     ml->yields = 0;
-    for (i = 0; i < ml->n; i++)
-      ml->gen[i] = ml->m[i].q.cancel_gen;
+    zkl__join_begin(&ml->j);
   }
   pthread_mutex_unlock(&ml->c->mu);
   return rc;
@@ -836,7 +622,7 @@ static int attempts(zkl_multilock_t *ml, int mode, int64_t deadline) {
     if (rc != ZKL__AGAIN)
       break;
     pthread_mutex_lock(&ml->c->mu);
-    rc = halted(ml, until);
+    rc = zkl__join_halted(&ml->j, until);
     pthread_mutex_unlock(&ml->c->mu);
     if (rc != ZKL_OK)
       break;
