@@ -1,7 +1,8 @@
 /* multilock.pml: the multi-lock's rule that keeps it out of wait cycles
  * with lockers that hold one lock while they wait for another
- * (lib/engine/join.c: zkl__join_enqueue; lib/recipes/multilock.c:
- * wait_all, someone_behind, still_held, back_off), checked with spin. model/README.md ("The multi-lock") says
+ * (lib/engine/join.c: zkl__join_enqueue, zkl__join_still_held;
+ * lib/recipes/multilock.c: wait_all, someone_behind, back_off), checked
+ * with spin. model/README.md ("The multi-lock") says
  * what is modelled and what is left out; scripts/model.sh runs the checks.
  *
  * Two locks, A and B, each a queue of nodes in creation order (one
@@ -155,7 +156,7 @@ enq: atomic {
         d_step {
           allmine = PRESENT(A, p + 1) && PRESENT(B, p + 1);
 #ifndef BUG_NO_STILL_HELD
-          /* still_held(): a node gone meanwhile, start over */
+          /* zkl__join_still_held(): a node gone meanwhile, start over */
           if :: !allmine -> why = 2 :: else fi;
 #endif
           if

@@ -463,3 +463,13 @@ ZKL__HIDDEN int zkl__join_enqueue(zkl__join_t *j, zkl__join_txn_t *t,
                                   int64_t deadline);
 /* Takes c->mu: frees what zkl__join_enqueue made, but not the nodes. */
 ZKL__HIDDEN void zkl__join_txn_free(zkl__join_txn_t *t);
+/* Under c->mu (dropped while it reads), once every node's run granted:
+ * ZKL_OK if holds[0..n) (the runs' holds, in the nodes' order) all stand,
+ * else ZKL__AGAIN (start over; a hold whose node it finds gone or not
+ * ours is then LOST). A run granted at its first look holds as of the
+ * listings sent with the transaction, as all the others do; one granted
+ * before another that had to wait may have lost its node meanwhile,
+ * before its watch was set: then every node is read again, in one round
+ * trip. So the k holds never stand in part. */
+ZKL__HIDDEN int zkl__join_still_held(zkl__join_txn_t *t,
+                                     zkl__acq_t *const *holds);

@@ -11,10 +11,12 @@
  * exists would fail the whole transaction. When the answer is lost, the
  * nodes stand all or none, and whichever stand are deleted, found by the
  * guid once connected (deferred.c): the caller joins again, with a new
- * guid.
+ * guid. Once every node's run granted, zkl__join_still_held tells whether
+ * the k holds stand together.
  *
  * It runs on the thread that acquires. zkl__join_enqueue and
- * zkl__join_txn_free take c->mu themselves; the others run under it. */
+ * zkl__join_txn_free take c->mu themselves; the others run under it, and
+ * zkl__join_still_held drops it while it reads. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -282,4 +284,40 @@ void zkl__join_txn_free(zkl__join_txn_t *t) {
   zkl__session_put(t->c, t->s);
   pthread_mutex_unlock(&t->c->mu);
   pthread_cond_destroy(&t->cv);
+}
+
+/* ---- after the grants ---------------------------------------------------- */
+
+int zkl__join_still_held(zkl__join_txn_t *t, zkl__acq_t *const *holds) {
+  zkl_client_t *c = t->c;
+  zkl__call_t st[ZKL_MULTILOCK_MAX], *w[ZKL_MULTILOCK_MAX];
+  size_t i;
+  int waited = 0, rc = ZKL_OK;
+  for (i = 0; i < t->n; i++) {
+    const zkl__acq_t *a = holds[i];
+    if (atomic_load(&a->state) == ZKL_STATE_LOST || a->tainted || !a->sess)
+      rc = ZKL__AGAIN;
+    waited |= a->waited;
+  }
+  if (rc != ZKL_OK || !waited || t->n < 2)
+    return rc;
+  for (i = 0; i < t->n; i++) {
+    zkl__call_init(&st[i], c, &t->cv);
+    w[i] = &st[i];
+  }
+  t->s->refs++;
+  pthread_mutex_unlock(&c->mu);
+  for (i = 0; i < t->n; i++)
+    zkl__exists(&st[i], t->s, t->paths[i]);
+  pthread_mutex_lock(&c->mu);
+  zkl__call_wait(w, (int)t->n);
+  for (i = 0; i < t->n; i++) {
+    if (st[i].rc == ZOK && zkl__owns_on(holds[i], t->s, &st[i].stat))
+      continue;
+    if (st[i].rc == ZOK || st[i].rc == ZNONODE)
+      zkl__lose(c, holds[i], "deleted by someone else while the set waited");
+    rc = ZKL__AGAIN; /* or the connection's trouble: start over */
+  }
+  zkl__session_put(c, t->s);
+  return rc;
 }

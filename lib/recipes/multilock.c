@@ -446,55 +446,14 @@ static int wait_members(zkl_multilock_t *ml, zkl__join_txn_t *t) {
   return ml->failed;
 }
 
-/* Every member granted: whether the set holds all of them now (under
- * c->mu, dropped while asking). A member granted at the first look holds
- * as of the listings sent with the transaction, as all the others do;
- * one granted earlier than another that had to wait may have lost its
- * node meanwhile, before its watch was set: those are read again, in one
- * round trip, and the set starts over (ZKL__AGAIN) unless all are ours.
- * Never a set held in part. */
-static int still_held(zkl_multilock_t *ml, zkl__join_txn_t *t) {
-  zkl_client_t *c = ml->c;
-  zkl__call_t st[ZKL_MULTILOCK_MAX], *w[ZKL_MULTILOCK_MAX];
-  size_t i;
-  int waited = 0, rc = ZKL_OK;
-  for (i = 0; i < ml->n; i++) {
-    zkl__acq_t *a = ml->m[i].a;
-    if (atomic_load(&a->state) == ZKL_STATE_LOST || a->tainted || !a->sess)
-      rc = ZKL__AGAIN;
-    waited |= a->waited;
-  }
-  if (rc != ZKL_OK || !waited || ml->n < 2)
-    return rc;
-  for (i = 0; i < ml->n; i++) {
-    zkl__call_init(&st[i], c, &ml->cv);
-    w[i] = &st[i];
-  }
-  t->s->refs++;
-  pthread_mutex_unlock(&c->mu);
-  for (i = 0; i < ml->n; i++)
-    zkl__exists(&st[i], t->s, t->paths[i]);
-  pthread_mutex_lock(&c->mu);
-  zkl__call_wait(w, (int)ml->n);
-  for (i = 0; i < ml->n; i++) {
-    zkl__acq_t *a = ml->m[i].a;
-    if (st[i].rc == ZOK && zkl__owns_on(a, t->s, &st[i].stat))
-      continue;
-    if (st[i].rc == ZOK || st[i].rc == ZNONODE)
-      zkl__lose(c, a, "deleted by someone else while the set waited");
-    rc = ZKL__AGAIN; /* or the connection's trouble: start over */
-  }
-  zkl__session_put(c, t->s);
-  return rc;
-}
-
 /* Starts a member run on every node the transaction made, and waits for
- * all to end. ZKL_OK: every member holds. While it holds some and waits
- * for others, it gives way (YIELDED) to anyone else who waits behind one
- * it holds (someone_behind). */
+ * all to end. ZKL_OK: every member holds (zkl__join_still_held). While it
+ * holds some and waits for others, it gives way (YIELDED) to anyone else
+ * who waits behind one it holds (someone_behind). */
 static int wait_all(zkl_multilock_t *ml, zkl__join_txn_t *t, int mode,
                     int64_t deadline) {
   zkl_client_t *c = ml->c;
+  zkl__acq_t *holds[ZKL_MULTILOCK_MAX];
   size_t i;
   int rc;
   pthread_mutex_lock(&c->mu);
@@ -520,9 +479,11 @@ static int wait_all(zkl_multilock_t *ml, zkl__join_txn_t *t, int mode,
       member_done(NULL, rc, me);
     }
   }
-  rc = wait_members(ml, t);
-  if (rc == ZKL_OK)
-    rc = still_held(ml, t);
+  if ((rc = wait_members(ml, t)) == ZKL_OK) {
+    for (i = 0; i < ml->n; i++)
+      holds[i] = ml->m[i].a;
+    rc = zkl__join_still_held(t, holds);
+  }
   pthread_mutex_unlock(&c->mu);
   /* failed: every node still there goes before the call returns, as a
    * single lock's does (one the connection keeps from us is deferred) */
