@@ -1169,8 +1169,8 @@ ZKL_EXTERN int zkl_multilock_create(zkl_multilock_t **out,
  * of ours is left in any queue (deleted at once, or once reconnected,
  * found by the acquisition's guid). Other codes as zkl_mutex_lock(), and
  * ZKL_EBUSY when this object holds or acquires already; ZKL_EDEADLK (the
- * blocking form) when the calling thread holds a member through another
- * object.
+ * blocking form, and the timed one given ZKL_NO_DEADLINE) when the calling
+ * thread holds a member through another object.
  */
 ZKL_EXTERN int zkl_multilock_lock(zkl_multilock_t *ml);
 ZKL_EXTERN int zkl_multilock_trylock(zkl_multilock_t *ml);

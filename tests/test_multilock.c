@@ -545,6 +545,30 @@ static void test_nested_locker_no_deadlock(void) {
   zkl_client_destroy(ml.c);
 }
 
+/* A thread that holds a member through a plain mutex would wait for
+ * itself: ZKL_EDEADLK at once from the blocking lock, and from the timed
+ * one given ZKL_NO_DEADLINE, which is the blocking one; nothing is left in
+ * either queue. */
+static void test_own_member_deadlock(void) {
+  zkl_client_t *c = client(10000);
+  zkl_multilock_t *ml;
+  zkl_mutex_t *m;
+  new_root();
+  m = mutex(c, "oa");
+  ml = multi(c, "oa", ZKL_MODE_EXCLUSIVE, "ob", ZKL_MODE_EXCLUSIVE);
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  CHECK_RC(zkl_multilock_lock(ml), ZKL_EDEADLK);
+  CHECK_RC(zkl_multilock_timedlock(ml, ZKL_NO_DEADLINE), ZKL_EDEADLK);
+  CHECK_INT(queue_count("oa"), ==, 1);
+  CHECK_INT(queue_count("ob"), ==, 0);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  CHECK_RC(zkl_multilock_timedlock(ml, ZKL_NO_DEADLINE), ZKL_OK);
+  CHECK_RC(zkl_multilock_unlock(ml), ZKL_OK);
+  CHECK_RC(zkl_multilock_destroy(ml), ZKL_OK);
+  CHECK_RC(zkl_mutex_destroy(m), ZKL_OK);
+  zkl_client_destroy(c);
+}
+
 int main(void) {
   root_tag = "zklmulti";
   admin_open();
@@ -557,6 +581,7 @@ int main(void) {
   RUN(test_member_lost_unlock_cleans);
   RUN(test_partial_set_never_held);
   RUN(test_nested_locker_no_deadlock);
+  RUN(test_own_member_deadlock);
   admin_close();
   return CHECK_DONE();
 }

@@ -171,7 +171,7 @@ static inline uint64_t zkl__self_tid(void) {
   return t ? t : zkl__tid_assign();
 }
 ZKL__HIDDEN char *zkl__strdup(const char *s);
-ZKL__HIDDEN char *zkl__join(const char *a, const char *b);
+ZKL__HIDDEN char *zkl__concat(const char *a, const char *b);
 /* "dir/name", malloc()ed; NULL when out of memory. */
 ZKL__HIDDEN char *zkl__child(const char *dir, const char *name);
 ZKL__HIDDEN void zkl__deadline_ts(int64_t deadline_ms, struct timespec *ts);

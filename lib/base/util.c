@@ -102,7 +102,7 @@ char *zkl__strdup(const char *s) {
   return d;
 }
 
-char *zkl__join(const char *a, const char *b) {
+char *zkl__concat(const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
   char *d = malloc(la + lb + 1);
   if (d) {

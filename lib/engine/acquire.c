@@ -133,9 +133,9 @@ static void step_join(zkl__acq_t *a) {
     zkl__finish(a, rc);
     return;
   }
-  path = zkl__join(q->prefix, a->guid);
+  path = zkl__concat(q->prefix, a->guid);
   full =
-      path ? zkl__join(path, a->shared ? q->marker_shared : q->marker) : NULL;
+      path ? zkl__concat(path, a->shared ? q->marker_shared : q->marker) : NULL;
   free(path);
   if (!full || (rc = zkl__node_data(q->id, q->user_data, q->user_len, &data,
                                     &len)) != ZKL_OK) {
@@ -390,7 +390,7 @@ static int position(zkl__acq_t *a, const zkl__call_t *ls, zkl__waitset_t *w) {
       rc = ZKL__HOLD;
     r->behind = zkl__any_after(e, n, idx, skip);
     for (i = 0; i < w->plan.nwatch; i++)
-      if (!(w->paths[i] = zkl__join(a->q->prefix, e[w->plan.watch[i]].name)))
+      if (!(w->paths[i] = zkl__concat(a->q->prefix, e[w->plan.watch[i]].name)))
         rc = ZKL_ENOMEM;
     if (rc != ZKL_OK)
       zkl__waitset_free(w);

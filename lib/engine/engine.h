@@ -1,7 +1,8 @@
 /* engine.h: the queue engine (lib/engine/): acquisitions and the state
  * of holds (acq.c), the queue protocol as a machine of steps (step.c,
  * acquire.c, recover.c, run.c), what a hold does later (release.c), the
- * queue object (queue.c), guarded writes (guard.c), reading a queue
+ * queue object (queue.c), the join of k queues in one transaction, a
+ * multi-lock's (join.c), guarded writes (guard.c), reading a queue
  * (inspect.c), and on top the client's event thread (loop.c). It calls zk/ and base/; recipes reach it
  * by name, it never reaches them. Included by internal.h only. */
 

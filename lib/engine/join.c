@@ -90,9 +90,9 @@ static int make_ops(const zkl__join_t *j, zkl__join_txn_t *t, char **data) {
     return rc;
   for (i = 0; i < j->n; i++) {
     const zkl__queue_t *q = j->q[i];
-    char *base = zkl__join(q->prefix, t->guid);
+    char *base = zkl__concat(q->prefix, t->guid);
     char *name =
-        base ? zkl__join(base, j->shared[i] ? q->marker_shared : q->marker)
+        base ? zkl__concat(base, j->shared[i] ? q->marker_shared : q->marker)
              : NULL;
     size_t size = name ? strlen(name) + ZKL__SEQ_LEN + 1 : 0;
     free(base);

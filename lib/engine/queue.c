@@ -26,7 +26,7 @@ static int queue_init(zkl__queue_t *q, zkl_client_t *c,
   q->limit = sp->limit;
   q->notify = sp->notify;
   q->dir = zkl__child(sp->root, sp->name);
-  q->prefix = q->dir ? zkl__join(q->dir, "/") : NULL;
+  q->prefix = q->dir ? zkl__concat(q->dir, "/") : NULL;
   if (sp->len && (q->user_data = malloc(sp->len)))
     memcpy(q->user_data, sp->data, sp->len);
   q->user_len = sp->len;

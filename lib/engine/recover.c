@@ -152,7 +152,7 @@ static void recover_scan(zkl__acq_t *a) {
     if (!strstr(name, a->guid))
       continue;
     r->rec_i++;
-    if (!(r->rec_path = zkl__join(a->q->prefix, name))) {
+    if (!(r->rec_path = zkl__concat(a->q->prefix, name))) {
       recover_result(a, ZKL_ENOMEM);
       return;
     }

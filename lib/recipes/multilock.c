@@ -624,7 +624,9 @@ int zkl_multilock_trylock(zkl_multilock_t *ml) {
 }
 
 int zkl_multilock_timedlock(zkl_multilock_t *ml, int64_t deadline_ms) {
-  return acquire(ml, ZKL__TIMED, deadline_ms < 0 ? 0 : deadline_ms);
+  /* ZKL_NO_DEADLINE: zkl_multilock_lock(), its ZKL_EDEADLK check included */
+  return acquire(ml, zkl__deadline_mode(deadline_ms),
+                 zkl__deadline_in(deadline_ms));
 }
 
 /* The set's holds, kept for the caller until it gives them back with

@@ -112,13 +112,13 @@ static void on_pdel_listed(zkl__call_t *call) {
   int i;
   p->inflight = 0;
   if (call->rc == ZOK) {
-    char *slash = zkl__join(p->dir, "/");
+    char *slash = zkl__concat(p->dir, "/");
     int n = call->kids.count;
     p->listed = 1;
     p->cand = n > 0 ? calloc((size_t)n, sizeof *p->cand) : NULL;
     for (i = 0; slash && p->cand && i < n; i++)
       if (strstr(call->kids.data[i], p->guid) &&
-          (p->cand[p->ncand] = zkl__join(slash, call->kids.data[i])))
+          (p->cand[p->ncand] = zkl__concat(slash, call->kids.data[i])))
         p->ncand++;
     free(slash);
     next_candidate(p);
