@@ -377,7 +377,10 @@ static void test_forged_mark_ends_the_hold(void) {
   CHECK_INT(zkl_rwlock_state(rw), ==, ZKL_STATE_LOST);
   WAIT_FOR(atomic_load(&r.held), 5000);
   CHECK(atomic_load(&r.held));
-  CHECK_INT(queue_len("forged"), ==, 1); /* the reader's node alone */
+  /* the reader's node alone, once the LOST node's delete (sent at once,
+   * not waited for) has landed */
+  WAIT_FOR(queue_len("forged") == 1, 5000);
+  CHECK_INT(queue_len("forged"), ==, 1);
   CHECK_RC(zkl_rwlock_verify(rw), ZKL_ELOST);
   snprintf(gpath, sizeof gpath, "%s/guarded", root);
   op.type = ZKL_OP_CREATE;
