@@ -29,9 +29,11 @@ find "$build/lib" -name 'libzklock_internal_la-*.o' ! -path '*/.libs/*' | sort >
 while read -r o; do
   f=$(basename "$o" .o)
   f=${f#libzklock_internal_la-}.c
-  # an object left from a file since removed or renamed is not lib/ now
-  src=$(find "$top/lib" -name "$f" | head -1)
-  [ -n "$src" ] || continue
+  # The object of lib/X/f.c is in lib/X/ of the build: one left elsewhere
+  # by a file since moved or removed is not lib/ now.
+  rel=${o#"$build"/}
+  src=$top/$(dirname "$rel")/$f
+  [ -f "$src" ] || continue
   # its layer: the folder under lib/, numbered from the bottom
   d=$(basename "$(dirname "$src")")
   echo "$f ${layer_of[$d]:-0} $d" >>"$tmp/layers"
