@@ -378,6 +378,8 @@ struct zkl__run {
 /* step.c */
 ZKL__HIDDEN void zkl__waitset_free(zkl__waitset_t *w);
 ZKL__HIDDEN int zkl__is_session_error(int rc);
+ZKL__HIDDEN int zkl__queue_halted(const zkl__queue_t *q, uint64_t gen,
+                                 int64_t deadline);
 ZKL__HIDDEN int zkl__stopped(const zkl__run_t *r);
 ZKL__HIDDEN int zkl__stopped_strict(const zkl__run_t *r);
 ZKL__HIDDEN void zkl__advance(zkl__acq_t *a);
@@ -450,8 +452,8 @@ typedef struct {
  * queues halts it. */
 ZKL__HIDDEN void zkl__join_begin(zkl__join_t *j);
 /* Under c->mu: why the acquire must end now (the client closing, its
- * credentials refused, a queue cancelled, the deadline passed; -1: no
- * deadline), or ZKL_OK. */
+ * credentials refused, a queue cancelled or closed, the deadline passed;
+ * -1: no deadline), or ZKL_OK. */
 ZKL__HIDDEN int zkl__join_halted(const zkl__join_t *j, int64_t deadline);
 /* Caller holds no lock. One transaction makes a node in every queue, the
  * parents first if need be, with each queue's listing behind it, and

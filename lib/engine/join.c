@@ -30,19 +30,17 @@ void zkl__join_begin(zkl__join_t *j) {
     j->gen[i] = j->q[i]->cancel_gen;
 }
 
-/* queue.c's halt() asks the same of one run. */
+/* Why the k-queue acquire must end now: zkl__queue_halted() (step.c) of
+ * each queue, then the one deadline (-1: none). */
 int zkl__join_halted(const zkl__join_t *j, int64_t deadline) {
   size_t i;
-  if (j->c->stopping)
-    return ZKL_ECLOSED;
-  if (j->c->auth_failed)
-    return ZKL_EAUTH;
-  for (i = 0; i < j->n; i++)
-    if (j->q[i]->cancel_gen != j->gen[i])
-      return ZKL_ECANCELED;
-  if (deadline >= 0 && zkl_now_ms() >= deadline)
-    return ZKL_ETIMEDOUT;
-  return ZKL_OK;
+  int rc = ZKL_OK;
+  /* every queue's cancel before the one deadline, as for a lone run */
+  for (i = 0; i < j->n && rc == ZKL_OK; i++)
+    rc = zkl__queue_halted(j->q[i], j->gen[i], -1);
+  if (rc == ZKL_OK && deadline >= 0 && zkl_now_ms() >= deadline)
+    rc = ZKL_ETIMEDOUT;
+  return rc;
 }
 
 /* ---- the transaction ----------------------------------------------------- */

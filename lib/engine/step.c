@@ -32,19 +32,30 @@ int zkl__is_session_error(int rc) {
   return rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZCLOSING;
 }
 
-/* Why the acquisition must end now, or ZKL_OK. `lenient`: the deadline is
- * not checked (see zkl__step_top()). */
-static int halt(const zkl__run_t *r, int lenient) {
-  zkl_client_t *c = r->q->c;
+/* Why an acquisition on q, begun at cancel generation gen, must end now,
+ * or ZKL_OK: the client closing, its credentials refused, q cancelled or
+ * closed, the deadline passed (-1: none). Under c->mu. A multi-lock's join
+ * asks it of each of its queues (join.c). */
+int zkl__queue_halted(const zkl__queue_t *q, uint64_t gen, int64_t deadline) {
+  zkl_client_t *c = q->c;
   if (c->stopping)
     return ZKL_ECLOSED;
   if (c->auth_failed)
     return ZKL_EAUTH;
-  if (r->q->cancel_gen != r->gen || r->q->closed || r->abandoned)
+  if (q->cancel_gen != gen || q->closed)
     return ZKL_ECANCELED;
-  if (r->deadline >= 0 && !lenient && zkl_now_ms() >= r->deadline)
+  if (deadline >= 0 && zkl_now_ms() >= deadline)
     return ZKL_ETIMEDOUT;
   return ZKL_OK;
+}
+
+/* The same for run r, which its caller may also have given up on.
+ * `lenient`: the deadline is not checked (see zkl__step_top()). */
+static int halt(const zkl__run_t *r, int lenient) {
+  int rc = zkl__queue_halted(r->q, r->gen, lenient ? -1 : r->deadline);
+  if ((rc == ZKL_OK || rc == ZKL_ETIMEDOUT) && r->abandoned)
+    rc = ZKL_ECANCELED; /* before the deadline, as a cancel is */
+  return rc;
 }
 
 int zkl__stopped(const zkl__run_t *r) { return halt(r, r->first); }
