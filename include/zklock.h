@@ -946,6 +946,23 @@ ZKL_EXTERN int zkl_hold_cancel(zkl_hold_t *hold);
  */
 ZKL_EXTERN int zkl_hold_release(zkl_hold_t *hold);
 
+/*
+ * The same without waiting: starts the release and returns at once, and
+ * `fn` runs exactly once, on the client's callback thread (as an async
+ * acquire's fn), with zkl_hold_release()'s verdict: ZKL_OK, or ZKL_ELOST
+ * (ZKL_EREVOKED) when the hold had been lost or cannot be vouched for.
+ * When the delete cannot reach the ensemble, fn waits for the session's
+ * fate as zkl_hold_release() does (at most about a third of the session
+ * timeout), and no thread waits with it. `hold` may not be used once this
+ * returns ZKL_OK; the object it came from stays busy (ZKL_EBUSY on
+ * destroy) until fn has returned. Returns ZKL_OK, ZKL_EINVAL (NULL fn;
+ * not a granted hold, or released already), ZKL_ENOMEM (the hold is
+ * still held), ZKL_EFORKED. Callable from any thread, fn included.
+ */
+typedef void (*zkl_release_fn)(int rc, void *arg);
+ZKL_EXTERN int zkl_hold_release_async(zkl_hold_t *hold, zkl_release_fn fn,
+                                      void *arg);
+
 /* A granted hold's state (ZKL_STATE_*), token (its node's czxid, as
  * zkl_mutex_token()), a check with the ensemble (as zkl_mutex_verify())
  * and its node's path. A hold still pending: ZKL_STATE_NONE and

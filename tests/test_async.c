@@ -17,6 +17,9 @@
     CHECK_INT(queue_count(name), ==, 0);                                       \
   } while (0)
 
+struct rseen;
+static void on_released(int rc, void *arg);
+
 /* What the callbacks saw, shared by a test's acquisitions. */
 struct seen {
   pthread_mutex_t mu;
@@ -26,7 +29,9 @@ struct seen {
   int inside, max_inside; /* holds of one name at once */
   pthread_t thread;       /* where the last callback ran */
   zkl_hold_t *last;
-  int release_in_cb;      /* release the hold inside the callback */
+  int release_in_cb;      /* release the hold inside the callback (2:
+                             without waiting, reported to rel) */
+  struct rseen *rel;
 };
 
 static void seen_init(struct seen *s) {
@@ -37,6 +42,8 @@ static void seen_init(struct seen *s) {
 
 static void on_hold(zkl_hold_t *h, int rc, void *arg) {
   struct seen *s = arg;
+  int release;
+  struct rseen *rel;
   pthread_mutex_lock(&s->mu);
   s->calls++;
   s->rc = rc;
@@ -54,14 +61,17 @@ static void on_hold(zkl_hold_t *h, int rc, void *arg) {
     fprintf(stderr, "callback: %s\n", zkl_err_name(rc));
     s->other++;
   }
+  /* read before the unlock: a waiter may return, and s be gone, then */
+  release = rc == ZKL_OK ? s->release_in_cb : 0;
+  rel = s->rel;
+  if (release)
+    s->inside--;
   pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->mu);
-  if (rc == ZKL_OK && s->release_in_cb) {
-    pthread_mutex_lock(&s->mu);
-    s->inside--;
-    pthread_mutex_unlock(&s->mu);
+  if (release == 2)
+    CHECK_RC(zkl_hold_release_async(h, on_released, rel), ZKL_OK);
+  else if (release)
     CHECK_RC(zkl_hold_release(h), ZKL_OK);
-  }
 }
 
 /* Waits until `calls` callbacks have run, for at most ms. */
@@ -90,6 +100,107 @@ static int calls_now(struct seen *s) {
   n = s->calls;
   pthread_mutex_unlock(&s->mu);
   return n;
+}
+
+/* What async releases' callbacks saw. */
+struct rseen {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int calls, ok, lost, other;
+  pthread_t thread;
+  int64_t at; /* when the last one ran */
+};
+
+static void rseen_init(struct rseen *r) {
+  memset(r, 0, sizeof *r);
+  pthread_mutex_init(&r->mu, NULL);
+  pthread_cond_init(&r->cv, NULL);
+}
+
+static void on_released(int rc, void *arg) {
+  struct rseen *r = arg;
+  pthread_mutex_lock(&r->mu);
+  r->calls++;
+  r->ok += rc == ZKL_OK;
+  r->lost += rc == ZKL_ELOST;
+  r->other += rc != ZKL_OK && rc != ZKL_ELOST;
+  r->thread = pthread_self();
+  r->at = zkl_now_ms();
+  pthread_cond_broadcast(&r->cv);
+  pthread_mutex_unlock(&r->mu);
+}
+
+static int rseen_wait(struct rseen *r, int calls, int ms) {
+  int64_t end = zkl_now_ms() + ms;
+  int n;
+  pthread_mutex_lock(&r->mu);
+  while (r->calls < calls && zkl_now_ms() < end) {
+    pthread_mutex_unlock(&r->mu);
+    usleep(5000);
+    pthread_mutex_lock(&r->mu);
+  }
+  n = r->calls;
+  pthread_mutex_unlock(&r->mu);
+  return n;
+}
+
+/* A hold of m, granted asynchronously; NULL if it was not. */
+static zkl_hold_t *granted_hold(zkl_mutex_t *m) {
+  zkl_hold_t *h = NULL;
+  struct seen s;
+  seen_init(&s);
+  CHECK_RC(zkl_mutex_lock_async(m, ZKL_NO_DEADLINE, on_hold, &s, &h), ZKL_OK);
+  CHECK_INT(seen_wait(&s, 1, 10000), ==, 1);
+  CHECK_INT(s.ok, ==, 1);
+  return s.ok == 1 ? h : NULL;
+}
+
+/* zkl_hold_release_async: one callback with the verdict, on the client's
+ * thread; the object busy until it ran; bad calls refused with the hold
+ * untouched; a release started inside the acquire's own callback; a hold
+ * deleted by someone else is ZKL_ELOST. */
+static void test_release_async(void) {
+  zkl_client_t *c = client(10000);
+  zkl_mutex_t *m;
+  zkl_hold_t *h;
+  struct rseen r;
+  struct seen s;
+  char path[256];
+  new_root();
+  m = mutex(c, "rel");
+  rseen_init(&r);
+  h = granted_hold(m);
+  CHECK_RC(zkl_hold_release_async(h, NULL, &r), ZKL_EINVAL);
+  CHECK_INT(zkl_hold_state(h), ==, ZKL_STATE_HELD); /* still held */
+  CHECK_RC(zkl_hold_release_async(h, on_released, &r), ZKL_OK);
+  CHECK_RC(zkl_mutex_destroy(m), ZKL_EBUSY); /* until fn ran */
+  CHECK_INT(rseen_wait(&r, 1, 10000), ==, 1);
+  CHECK_INT(r.ok, ==, 1);
+  CHECK(!pthread_equal(r.thread, pthread_self()));
+  CHECK_INT(queue_count("rel"), ==, 0);
+  WAIT_FOR(zkl_mutex_destroy(m) == ZKL_OK, 5000);
+  usleep(100 * 1000);
+  CHECK_INT(r.calls, ==, 1); /* exactly once */
+  CHECK_RC(zkl_hold_release_async(NULL, on_released, &r), ZKL_EINVAL);
+  /* from inside the acquire's callback */
+  m = mutex(c, "rel");
+  seen_init(&s);
+  s.release_in_cb = 2;
+  s.rel = &r;
+  CHECK_RC(zkl_mutex_lock_async(m, ZKL_NO_DEADLINE, on_hold, &s, &h), ZKL_OK);
+  CHECK_INT(rseen_wait(&r, 2, 10000), ==, 2);
+  CHECK_INT(r.ok, ==, 2);
+  CHECK_INT(queue_count("rel"), ==, 0);
+  /* someone deleted our node: the verdict says so */
+  h = granted_hold(m);
+  CHECK_RC(zkl_hold_node_path(h, path, sizeof path), ZKL_OK);
+  CHECK_INT(h ? zoo_delete(admin, path, -1) : ZOK, ==, ZOK);
+  CHECK_RC(zkl_hold_release_async(h, on_released, &r), ZKL_OK);
+  CHECK_INT(rseen_wait(&r, 3, 10000), ==, 3);
+  CHECK_INT(r.lost, ==, 1);
+  CHECK_INT(r.other, ==, 0);
+  WAIT_FOR(zkl_mutex_destroy(m) == ZKL_OK, 5000);
+  zkl_client_destroy(c);
 }
 
 /* Free lock: granted, on the client's thread; released from this one. */
@@ -624,6 +735,7 @@ static void test_ten_thousand_pending(void) {
 int main(void) {
   admin_open();
   RUN(test_granted_released_elsewhere);
+  RUN(test_release_async);
   RUN(test_queue_cancel_deadline);
   RUN(test_negative_deadline_passed);
   RUN(test_cancel_races);

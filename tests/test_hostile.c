@@ -400,6 +400,125 @@ static void *plant_copies(void *arg) {
   return NULL;
 }
 
+/* An async release's verdict, and when it came. */
+struct relseen {
+  pthread_mutex_t mu;
+  int calls, rc;
+  int64_t at;
+  zkl_hold_t *hold; /* the acquire's */
+};
+
+static void on_rel(int rc, void *arg) {
+  struct relseen *r = arg;
+  pthread_mutex_lock(&r->mu);
+  r->calls++;
+  r->rc = rc;
+  r->at = zkl_now_ms();
+  pthread_mutex_unlock(&r->mu);
+}
+
+static void on_grant(zkl_hold_t *h, int rc, void *arg) {
+  struct relseen *r = arg;
+  pthread_mutex_lock(&r->mu);
+  r->hold = rc == ZKL_OK ? h : NULL;
+  r->calls++;
+  pthread_mutex_unlock(&r->mu);
+}
+
+static int relseen_calls(struct relseen *r) {
+  int n;
+  pthread_mutex_lock(&r->mu);
+  n = r->calls;
+  pthread_mutex_unlock(&r->mu);
+  return n;
+}
+
+/* m's lock, held asynchronously; r is reset for the release. */
+static zkl_hold_t *hold_async(zkl_mutex_t *m, struct relseen *r) {
+  zkl_hold_t *h = NULL;
+  r->calls = 0;
+  CHECK_RC(zkl_mutex_lock_async(m, ZKL_NO_DEADLINE, on_grant, r, &h), ZKL_OK);
+  WAIT_FOR(relseen_calls(r) == 1, 10000);
+  CHECK(r->hold != NULL);
+  h = r->hold;
+  r->calls = 0;
+  return h;
+}
+
+/* zkl_hold_release_async never waits for the ensemble on the calling
+ * thread: over a slow link (every chunk held 300 ms each way by the proxy)
+ * the blocking release takes a round trip, the async one returns at once
+ * and its verdict follows. Cut off, the verdict waits for the session's
+ * fate with no thread waiting: ZKL_OK once the session is back, ZKL_ELOST
+ * when it stays away past about a third of its timeout. */
+static void test_release_async_waits_for_nothing(void) {
+  const char *via = getenv("ZKL_TEST_PROXY");
+  zkl_client_t *c = NULL;
+  zkl_client_options_t o = {0};
+  struct relseen r;
+  zkl_mutex_t *m;
+  zkl_hold_t *h;
+  int64_t t0;
+  if (!via) {
+    printf("# no ZKL_TEST_PROXY: skipped\n");
+    return;
+  }
+  memset(&r, 0, sizeof r);
+  pthread_mutex_init(&r.mu, NULL);
+  o.session_timeout_ms = 6000;
+  CHECK_RC(zkl_client_create(&c, via, &o), ZKL_OK);
+  if (!c)
+    return;
+  new_root();
+  m = mutex(c, "slow");
+  /* the control: a blocking release waits for its round trip */
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  proxy_delay(1);
+  t0 = zkl_now_ms();
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  CHECK(zkl_now_ms() - t0 >= 500);
+  proxy_delay(0);
+  h = hold_async(m, &r);
+  proxy_delay(1);
+  t0 = zkl_now_ms();
+  CHECK_RC(zkl_hold_release_async(h, on_rel, &r), ZKL_OK);
+  CHECK(zkl_now_ms() - t0 < 100);
+  WAIT_FOR(relseen_calls(&r) == 1, 10000);
+  CHECK_RC(r.rc, ZKL_OK);
+  CHECK(r.at - t0 >= 500); /* the round trip happened, behind our back */
+  proxy_delay(0);
+  CHECK_INT(queue_count("slow"), ==, 0);
+  /* the delete lands, its answer is lost with the connection: the
+   * session comes back, so the hold was ours to the end */
+  h = hold_async(m, &r);
+  CHECK(proxy_ctl("cut-after-delete", ""));
+  usleep(100 * 1000); /* the proxy polls for the file */
+  t0 = zkl_now_ms();
+  CHECK_RC(zkl_hold_release_async(h, on_rel, &r), ZKL_OK);
+  CHECK(zkl_now_ms() - t0 < 100);
+  WAIT_FOR(relseen_calls(&r) == 1, 10000);
+  CHECK_RC(r.rc, ZKL_OK);
+  CHECK_INT(queue_count("slow"), ==, 0);
+  /* cut off for longer than a third of the timeout: cannot be vouched for */
+  WAIT_FOR(zkl_client_state(c) == ZKL_CLIENT_CONNECTED, 10000);
+  h = hold_async(m, &r);
+  CHECK(proxy_ctl("stall", ""));
+  CHECK(proxy_ctl("cut-now", ""));
+  WAIT_FOR(zkl_client_state(c) != ZKL_CLIENT_CONNECTED, 5000);
+  t0 = zkl_now_ms();
+  CHECK_RC(zkl_hold_release_async(h, on_rel, &r), ZKL_OK);
+  CHECK(zkl_now_ms() - t0 < 100);
+  WAIT_FOR(relseen_calls(&r) == 1, 10000);
+  CHECK_RC(r.rc, ZKL_ELOST);
+  CHECK(r.at - t0 < 6000);
+  CHECK(proxy_ctl("stall", NULL));
+  WAIT_FOR(queue_count("slow") == 0, 15000); /* deleted once back, or expired */
+  CHECK_INT(queue_count("slow"), ==, 0);
+  WAIT_FOR(zkl_mutex_destroy(m) == ZKL_OK, 5000);
+  zkl_client_destroy(c);
+  pthread_mutex_destroy(&r.mu);
+}
+
 /* Found by the model (model/, F4): the reply to our create is lost, and
  * meanwhile someone plants copies of our node's name. Recovery reads every
  * name with our guid and adopts the one our session owns; taking a copy
@@ -721,6 +840,7 @@ int main(void) {
   RUN(test_election_destroy_busy);
   RUN(test_two_objects_one_thread);
   RUN(test_resign_verdict);
+  RUN(test_release_async_waits_for_nothing);
   admin_close();
   return CHECK_DONE();
 }

@@ -250,6 +250,8 @@ struct zkl_client {
    * settle; when the earliest parked one is next due (0: none). */
   zkl__acq_t *ended;
   int64_t timer_due;
+  /* Asynchronous releases waiting for their session's fate (release.c) */
+  struct zkl__rel *rels;
   struct zkl__pdel *pdel;
   zkl__session_t *dead;
   /* Revokers waiting for a node to go (revoke.c), and the node events

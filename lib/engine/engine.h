@@ -1,6 +1,7 @@
 /* engine.h: the queue engine (lib/engine/): acquisitions and the state
  * of holds (acq.c), the queue protocol as a machine of steps (step.c,
- * acquire.c, recover.c, run.c), what a hold does later (release.c), the
+ * acquire.c, recover.c, run.c), a hold's end as a run of its own
+ * (release.c) and what a hold writes and reads of its node (marks.c), the
  * queue object (queue.c), the join of k queues in one transaction, a
  * multi-lock's (join.c), guarded writes (guard.c), reading a queue
  * (inspect.c), and on top the client's event thread (loop.c). It calls zk/ and base/; recipes reach it
@@ -46,7 +47,7 @@ struct zkl__queue {
    * queue found our node alone in that one: then it is this object's to
    * delete at close, where the server would only reap it a minute later
    * (at a bounded rate), and per-key locks would pile parents up; and
-   * whether this object released a hold already (release.c zkl__remove_node);
+   * whether this object released a hold already (release.c send_delete);
    * and whether any listing of it showed a node of another library (or
    * recipe, or flavour: zkl__name_foreign): then never ours to delete,
    * for that library may rely on it staying (kazoo checks it once per
@@ -265,9 +266,41 @@ ZKL__HIDDEN void zkl__queue_drop(zkl__acq_t *a);
  * (0: none). */
 ZKL__HIDDEN void zkl__runs_settle(zkl_client_t *c);
 ZKL__HIDDEN int64_t zkl__runs_timers(zkl_client_t *c);
-/* judge: when the delete cannot reach the server, wait for the session's
- * fate and report ZKL_ELOST unless it reconnects (a mutex's unlock). */
+/* Ends hold a (release.c): deletes its node, frees a, and returns the
+ * verdict: ZKL_OK, or zkl__lost_rc(a) when it had been lost or cannot be
+ * vouched for. judge: a final unlock, which reads the node in the same
+ * round trip (was it still ours?) and, when the delete cannot reach the
+ * server, waits for the session's fate (ZKL_ELOST unless it reconnects,
+ * at most about T/3). Caller holds no lock; blocks until the answers. */
 ZKL__HIDDEN int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a, int judge);
+/* The same as a run nobody waits for (judge always): under c->mu, starts
+ * it and returns; done(rc, ctx) runs once, under c->mu, on whichever
+ * thread ends it (a completion, the event thread judging the session's
+ * fate, or this very call when the hold was LOST already), and must not
+ * wait. rel is the caller's until done() ran. */
+typedef struct zkl__rel zkl__rel_t;
+struct zkl__rel {
+  zkl_client_t *c;
+  zkl__acq_t *a;
+  zkl__session_t *s;     /* the node's session (a reference), while out */
+  zkl__call_t st, del, pd; /* the read, the delete, the directory's delete */
+  int judge, tidy, left;
+  uint64_t epoch;        /* c->conn_epoch when the delete went */
+  int pending;           /* the delete failed: waiting for the verdict */
+  int64_t end, due;      /* ... at most until end; ask again at due */
+  int done, rc;
+  void (*then)(zkl__rel_t *rel, int zrc); /* after the node is dealt with */
+  pthread_cond_t *cv;    /* a blocking face's, or NULL: done_fn */
+  void (*done_fn)(int rc, void *ctx);
+  void *done_ctx;
+  zkl__rel_t *next;      /* on c->rels while pending */
+};
+ZKL__HIDDEN void zkl__release_start(zkl__rel_t *rel, zkl__acq_t *a,
+                                    void (*done)(int rc, void *ctx),
+                                    void *ctx);
+/* Event thread, under c->mu: the async releases whose verdict is known
+ * go on; returns when the next is due (0: none pending). */
+ZKL__HIDDEN int64_t zkl__releases_judge(zkl_client_t *c);
 ZKL__HIDDEN void zkl__queue_cancel(zkl__queue_t *q);
 /* Turns a's exclusive hold into a shared one, keeping its node (and so
  * its place and token): the node's data gains "mode=read", which lets in
@@ -296,7 +329,8 @@ ZKL__HIDDEN int zkl__list_named(zkl_client_t *c, const char *root,
  * trouble takes (missing parents, a lost create reply, the semaphore's
  * directory data), which hand the run back through r->back; acquire.c the
  * path every acquisition takes (join, list, position, wait); run.c starts,
- * waits for and settles runs; release.c what a hold does later.
+ * waits for and settles runs; release.c a hold's end (a run of its own,
+ * which never waits either: struct zkl__rel).
  *
  * One int carries every result inside the engine: 0 is success (ZOK and
  * ZKL_OK), ZooKeeper's codes are -1 to -999, zklock's ZKL_E* -1000 and
@@ -401,8 +435,9 @@ ZKL__HIDDEN int zkl__ignore(zkl__queue_t *q, const char *name);
 ZKL__HIDDEN int zkl__ignored(const zkl__queue_t *q, const char *name);
 /* release.c */
 ZKL__HIDDEN int zkl__remove_node(zkl_client_t *c, zkl__acq_t *a, int judge);
-ZKL__HIDDEN void zkl__relay(zkl__queue_t *q, zkl__acq_t *a);
 ZKL__HIDDEN void zkl__tidy_dir(zkl__queue_t *q);
+/* marks.c */
+ZKL__HIDDEN void zkl__relay(zkl__queue_t *q, zkl__acq_t *a);
 /* recover.c */
 ZKL__HIDDEN void zkl__step_mkdir(zkl__acq_t *a);
 ZKL__HIDDEN void zkl__recover(zkl__acq_t *a, uint64_t epoch);

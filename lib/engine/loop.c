@@ -4,7 +4,8 @@
  * (session.c), close dead handles, deliver notices (notice.c), declare
  * AT_RISK holds LOST when the connection stays down too long and watch
  * holds that lasted (acq.c), settle async runs and wake parked ones when
- * their time comes (run.c), and send deletes that could not reach the
+ * their time comes (run.c), judge async releases by their session's fate
+ * (release.c), and send deletes that could not reach the
  * server (deferred.c). Nothing below calls it. */
 #include "config.h"
 
@@ -61,6 +62,7 @@ static int64_t timers(zkl_client_t *c, int64_t lost_due) {
   int64_t wake = lost_due ? lost_due : -1;
   wake = earliest(wake, zkl__acqs_watch_due(c));
   wake = earliest(wake, zkl__runs_timers(c));
+  wake = earliest(wake, zkl__releases_judge(c));
   if (c->pdel)
     wake = wake < 0 ? zkl_now_ms() + 1000 : wake;
   if (c->need_session && (wake < 0 || c->session_retry_at < wake))

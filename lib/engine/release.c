@@ -1,49 +1,20 @@
-/* release.c: what a granted hold does, and the reads that tell whether
- * our node is still ours.
+/* release.c: the end of a hold: the delete of our node, and the verdict.
  *
- * Release deletes our node (and the queue's directory with it, in one
- * transaction, when we were alone in one this object made); downgrade marks
- * it "mode=read"; verify reads it once; a semaphore's relay marks it
- * "state=held" for the waiter behind. Unlike the acquire, these are not
- * steps of the machine yet: they drop c->mu, send, and wait on the
- * caller's thread for their round trip. */
+ * A release is a run of its own, and never waits: it sends the delete
+ * (with, for a final unlock, the read that vouches for the node, and the
+ * queue's directory when the node was alone in one this object made), and
+ * the last answer moves it on. When the delete could not reach the server,
+ * the session's fate is the verdict (zkl__session_verdict): a blocking
+ * release (zkl__queue_release, zkl__remove_node) waits for that on its own
+ * thread, which may be the event thread; an async one (zkl__release_start)
+ * is put on c->rels, where the event thread judges it (zkl__releases_judge).
+ * Everything here runs under c->mu. */
 #include "config.h"
 
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
-
-/* Reads a's node on session s; under c->mu, dropped while the requests
- * are out. With `sync`, a sync goes first in the same round trip, so that
- * the read sees every write committed before the call, through any
- * server. *intact: whether its data is as we wrote it (zkl__data_intact).
- * Returns the read's ZooKeeper code. */
-static int stat_own(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a, int sync,
-                    struct Stat *out, int *intact) {
-  zkl__call_t sy, st, *ptrs[2] = {&sy, &st};
-  int left, rc;
-  s->refs++;
-  zkl__call_init(&sy, c, &a->cv);
-  zkl__call_init(&st, c, &a->cv);
-  if (sync)
-    zkl__call_batch(ptrs, 2, &left);
-  pthread_mutex_unlock(&c->mu);
-  if (sync)
-    zkl__sync(&sy, s, a->path);
-  zkl__get(&st, s, a->path, 0);
-  pthread_mutex_lock(&c->mu);
-  zkl__call_wait(ptrs + !sync, sync ? 2 : 1);
-  *out = st.stat;
-  *intact = st.rc == ZOK && zkl__acq_data_intact(a, st.data, st.data_len);
-  rc = st.rc;
-  zkl__call_free(&st);
-  zkl__call_free(&sy);
-  zkl__session_put(c, s); /* a->sess or the caller keeps it alive */
-  return rc;
-}
 
 /* A delete that landed vouches for the hold only with a read, just
  * before it, that found our node: without one (the read failed, or found
@@ -73,260 +44,264 @@ static int dir_ours(const zkl__queue_t *q) {
          !(q->flags & ZKL__Q_KEEP_DIR);
 }
 
-/* Deletes our node and forgets it; under c->mu. Returns the delete's
- * ZooKeeper code (ZOK when there was nothing to delete). When the
- * connection is down the delete is left to the event thread; with `judge`
- * the code is then the session's verdict (ZOK or ZSESSIONEXPIRED) instead:
- * a release must not report a hold as kept when it cannot know.
- *
- * Also with `judge`, a read of the node's czxid and owner goes in the same
- * round trip as the delete: a node deleted and re-created by someone else
- * gives ZNONODE, the hold was not ours to the end. The read sees whatever
- * our server had applied when it answered, and nothing our watch could
- * tell us sooner: a change our server applies only after the read (one
- * committed through another server in that very instant) is judged as
- * after the unlock. A sync ahead of the read would close that instant, at
- * the cost of a round trip to the leader on every unlock. */
-int zkl__remove_node(zkl_client_t *c, zkl__acq_t *a, int judge) {
-  zkl__session_t *s = a->sess;
+/* ---- the delete and its verdict ------------------------------------------ */
+
+/* The node is dealt with (zrc: the delete's ZooKeeper code, or the
+ * session's verdict): the session the node was on is let go, and the
+ * release goes on. */
+static void removed(zkl__rel_t *rel, int zrc) {
+  zkl__session_put(rel->c, rel->s);
+  rel->s = NULL;
+  rel->then(rel, zrc);
+}
+
+/* Asks the session's fate; 1 when it is known (rel has gone on). */
+static int judge(zkl__rel_t *rel) {
+  int zrc = zkl__session_verdict(rel->c, rel->s, rel->epoch, rel->end,
+                                 &rel->due);
+  if (zrc == ZKL__VERDICT_LATER)
+    return 0;
+  rel->pending = 0;
+  removed(rel, zrc);
+  return 1;
+}
+
+/* Every answer is in. A release must not report a hold as kept when it
+ * cannot know: a delete that did not reach the server is left to
+ * deferred.c, and a final unlock's verdict is then the session's. */
+static void answered(zkl__rel_t *rel) {
+  zkl_client_t *c = rel->c;
+  zkl__acq_t *a = rel->a;
   zkl__queue_t *q = a->q;
-  zkl__call_t st, del, pd, *ptrs[3] = {&st, &del, &pd};
-  uint64_t epoch = c->conn_epoch;
-  int rc, left, tidy;
-  if (!a->path || !s)
-    return s ? ZOK : ZSESSIONEXPIRED;
+  int zrc = rel->del.rc;
+  if (rel->tidy && rel->pd.rc == ZOK) /* gone: the next join makes it again */
+    q->dir_made = 0, q->dir_seen = 0, q->dir_alone = 0;
+  if (zrc == ZOK && rel->judge && !vouched(c, a, rel->s, &rel->st))
+    zrc = ZNONODE;
+  zkl__call_free(&rel->st);
+  if (!zkl__is_conn_error(zrc)) {
+    removed(rel, zrc);
+    return;
+  }
+  zkl__defer_delete(c, rel->s, a->path);
+  if (!rel->judge) {
+    removed(rel, zrc);
+    return;
+  }
+  rel->pending = 1;
+  rel->end = zkl__verdict_end(c);
+  if (judge(rel))
+    return;
+  if (rel->cv) {
+    pthread_cond_broadcast(rel->cv); /* its waiter judges it from now on */
+  } else {
+    rel->next = c->rels;
+    c->rels = rel;
+    pthread_cond_broadcast(&c->cv); /* the event thread: a new timer */
+  }
+}
+
+static void on_answer(zkl__call_t *call) {
+  zkl__rel_t *rel = call->ctx;
+  if (--rel->left == 0)
+    answered(rel);
+}
+
+/* A request the C client refused: answered at once with its code. */
+static void refused(zkl__rel_t *rel, zkl__call_t *call, int rc) {
+  if (rc != ZOK) {
+    call->rc = rc;
+    on_answer(call);
+  }
+}
+
+/* With `judge`, a read of the node's czxid, owner and data goes in the
+ * same round trip as the delete: a node deleted and re-created by someone
+ * else gives ZNONODE, the hold was not ours to the end. The read sees
+ * whatever our server had applied when it answered, and nothing our watch
+ * could tell us sooner: a change our server applies only after the read
+ * (one committed through another server in that very instant) is judged
+ * as after the unlock. A sync ahead of the read would close that instant,
+ * at the cost of a round trip to the leader on every unlock. */
+static void send_delete(zkl__rel_t *rel) {
+  zkl_client_t *c = rel->c;
+  zkl__acq_t *a = rel->a;
+  zkl__queue_t *q = a->q;
+  /* A release that leaves the parent this object made empty takes it
+   * along (when it is ours to take: dir_ours), in the same transaction:
+   * per-key locks would otherwise leave the server a parent per key to
+   * sweep, at a bounded rate. Only on an object's first release: one taken
+   * again keeps its parent from then on (deleted at close, tidy_dir)
+   * rather than make it anew each time. */
+  rel->tidy = rel->judge && dir_ours(q) && !q->dir_kept;
+  if (rel->judge)
+    q->dir_kept = 1;
+  zkl__call_init_fn(&rel->st, c, on_answer, rel);
+  zkl__call_init_fn(&rel->del, c, on_answer, rel);
+  zkl__call_init_fn(&rel->pd, c, on_answer, rel);
+  /* one more than the requests: no answer ends the run while we send */
+  rel->left = 2 + rel->judge + rel->tidy;
+  if (rel->judge) /* with its data: rewritten by someone, it was no hold */
+    refused(rel, &rel->st, zkl__get(&rel->st, rel->s, a->path, 0));
+  if (rel->tidy) {
+    int rc = zkl__delete_with_parent(&rel->del, &rel->pd, rel->s, a->path,
+                                     q->dir);
+    refused(rel, &rel->pd, rc);
+    refused(rel, &rel->del, rc);
+  } else {
+    refused(rel, &rel->del, zkl__delete(&rel->del, rel->s, a->path));
+  }
+  on_answer(&rel->del); /* the one we kept */
+}
+
+/* Deletes a's node and forgets it; rel->then gets the delete's code (ZOK
+ * when there was nothing to delete). When the connection is down, the
+ * delete is left to the event thread; a final unlock (judge) then gets the
+ * session's verdict instead (ZOK or ZSESSIONEXPIRED). */
+static void remove_begin(zkl__rel_t *rel) {
+  zkl_client_t *c = rel->c;
+  zkl__acq_t *a = rel->a;
+  zkl__session_t *s = a->sess;
+  rel->epoch = c->conn_epoch;
+  if (!a->path || !s) {
+    rel->then(rel, s ? ZOK : ZSESSIONEXPIRED);
+    return;
+  }
   a->sess = NULL;
+  rel->s = s;
   if (s->expired) {
-    rc = ZSESSIONEXPIRED;
-  } else if (!judge && c->state != ZKL_CLIENT_CONNECTED) {
+    removed(rel, ZSESSIONEXPIRED);
+  } else if (!rel->judge && c->state != ZKL_CLIENT_CONNECTED) {
     /* Nobody waits for this one's fate (an acquire giving up): a delete
      * sent now would only wait for the reconnection, or for the C client
      * to give up on it, past the caller's deadline. */
     zkl__defer_delete(c, s, a->path);
-    rc = ZCONNECTIONLOSS;
+    removed(rel, ZCONNECTIONLOSS);
   } else {
-    /* A release that leaves the parent this object made empty takes it
-     * along (when it is ours to take: dir_ours), in the same transaction:
-     * per-key locks would otherwise leave the server a parent per key to sweep,
-     * at a bounded rate. Only on an object's first release: one taken again
-     * keeps its parent from then on (deleted at close, tidy_dir) rather than
-     * make it anew each time. */
-    tidy = judge && dir_ours(q) && !q->dir_kept;
-    if (judge)
-      q->dir_kept = 1;
-    zkl__call_init(&st, c, &a->cv);
-    zkl__call_init(&del, c, &a->cv);
-    zkl__call_init(&pd, c, &a->cv);
-    if (judge)
-      zkl__call_batch(ptrs, tidy ? 3 : 2, &left);
-    pthread_mutex_unlock(&c->mu);
-    if (judge) /* with its data: rewritten by someone, it was no hold */
-      zkl__get(&st, s, a->path, 0);
-    if (tidy)
-      zkl__delete_with_parent(&del, &pd, s, a->path, q->dir);
-    else
-      zkl__delete(&del, s, a->path);
-    pthread_mutex_lock(&c->mu);
-    if (judge)
-      zkl__call_wait(ptrs, tidy ? 3 : 2);
-    else
-      zkl__call_wait(&ptrs[1], 1);
-    if (tidy && pd.rc == ZOK) /* gone: the next join makes it again */
-      q->dir_made = 0, q->dir_seen = 0, q->dir_alone = 0;
-    rc = del.rc;
-    if (rc == ZOK && judge && !vouched(c, a, s, &st))
-      rc = ZNONODE;
-    zkl__call_free(&st);
-    if (zkl__is_conn_error(rc)) {
-      zkl__defer_delete(c, s, a->path);
-      if (judge)
-        rc = zkl__session_verdict(c, s, epoch);
+    send_delete(rel);
+  }
+}
+
+/* A blocking face's wait for rel to end (under c->mu). It judges the
+ * verdict itself: the caller may be the event thread, or a thread the
+ * event thread waits for. */
+static void rel_wait(zkl__rel_t *rel) {
+  zkl_client_t *c = rel->c;
+  struct timespec ts;
+  while (!rel->done) {
+    if (!rel->pending) {
+      pthread_cond_wait(rel->cv, &c->mu);
+    } else if (!judge(rel)) {
+      zkl__deadline_ts(rel->due, &ts); /* a reconnection wakes c->cv */
+      pthread_cond_timedwait(&c->cv, &c->mu, &ts);
     }
   }
-  zkl__session_put(c, s);
-  return rc;
 }
 
-/* Our node's data with the status line `line` (ZKL__LINE_*) in its
- * header, where zkl__data_mark() finds it. */
-static int marked_data(const zkl__queue_t *q, const char *line, char **out,
-                       size_t *len) {
-  char *d = NULL;
-  size_t l = 0;
-  int rc = zkl__node_data(q->id, q->user_data, q->user_len, &d, &l);
-  if (rc == ZKL_OK)
-    rc = zkl__data_add_line(d, l, line, out, len);
-  free(d);
-  return rc;
+static void rel_init(zkl__rel_t *rel, zkl__acq_t *a, int judge,
+                     pthread_cond_t *cv) {
+  memset(rel, 0, sizeof *rel);
+  rel->c = a->q->c;
+  rel->a = a;
+  rel->judge = judge;
+  rel->cv = cv;
 }
 
-/* A semaphore lease granted after waiting, or with contenders after it,
- * marks its node "state=held": the waiter right behind it watches only
- * it, and a grant is no event ZooKeeper would otherwise send. Not waited
- * for: a mark lost with the connection costs that waiter one poll
- * (ZKL__POLL_MS), nothing else. A lease granted at its first look with
- * nobody after it writes nothing: whoever joins later lists after our
- * create, so sees no more nodes before us than we saw, and counts us as
- * a holder. Under c->mu, dropped while sending. */
-void zkl__relay(zkl__queue_t *q, zkl__acq_t *a) {
-  zkl_client_t *c = q->c;
-  zkl__session_t *s = a->sess;
-  char *d;
-  size_t len;
-  if (!s || !a->path || marked_data(q, ZKL__LINE_HELD, &d, &len) != ZKL_OK)
-    return;
-  a->marks |= ZKL__MARK_HELD; /* before our own watch can see it */
-  s->refs++;
-  pthread_mutex_unlock(&c->mu);
-  zkl__set_nowait(s, a->path, d, (int)len, 0);
-  pthread_mutex_lock(&c->mu);
-  zkl__session_put(c, s);
-  free(d);
+static void node_removed(zkl__rel_t *rel, int zrc) {
+  rel->rc = zrc;
+  rel->done = 1;
+  pthread_cond_broadcast(rel->cv);
+}
+
+int zkl__remove_node(zkl_client_t *c, zkl__acq_t *a, int judge) {
+  pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+  zkl__rel_t rel;
+  (void)c;
+  rel_init(&rel, a, judge, &cv);
+  rel.then = node_removed;
+  remove_begin(&rel);
+  rel_wait(&rel);
+  pthread_cond_destroy(&cv);
+  return rel.rc;
+}
+
+/* ---- the release of a hold ----------------------------------------------- */
+
+/* The hold is over: rc is the release's verdict. */
+static void release_end(zkl__rel_t *rel, int rc) {
+  zkl_client_t *c = rel->c;
+  zkl__acq_t *a = rel->a;
+  atomic_store(&a->state, ZKL_STATE_NONE);
+  zkl__post_state(c, a, ZKL_STATE_NONE);
+  zkl__acq_free(c, a);
+  rel->a = NULL;
+  rel->rc = rc;
+  rel->done = 1;
+  if (rel->cv)
+    pthread_cond_broadcast(rel->cv);
+  else
+    rel->done_fn(rc, rel->done_ctx); /* may free rel */
+}
+
+/* ZNONODE: someone deleted our node while we held it. */
+static void released(zkl__rel_t *rel, int zrc) {
+  int lost = zrc == ZNONODE || zkl__is_session_error(zrc);
+  release_end(rel, lost ? zkl__lost_rc(rel->a) : ZKL_OK);
+}
+
+static void release_begin(zkl__rel_t *rel) {
+  zkl__acq_t *a = rel->a;
+  int st = atomic_load(&a->state);
+  zkl__acq_unlink(rel->c, a); /* our own delete is not a loss */
+  rel->then = released;
+  if (st == ZKL_STATE_LOST)
+    release_end(rel, zkl__lost_rc(a));
+  else
+    remove_begin(rel);
 }
 
 int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a, int judge) {
   zkl_client_t *c = q->c;
-  int rc = ZKL_OK, st;
+  pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+  zkl__rel_t rel;
   pthread_mutex_lock(&c->mu);
-  st = atomic_load(&a->state);
-  zkl__acq_unlink(c, a); /* our own delete is not a loss */
-  if (st == ZKL_STATE_LOST) {
-    rc = zkl__lost_rc(a);
-  } else {
-    int zrc = zkl__remove_node(c, a, judge);
-    /* ZNONODE: someone deleted our node while we held it. */
-    if (zrc == ZNONODE || zkl__is_session_error(zrc))
-      rc = zkl__lost_rc(a);
-  }
-  atomic_store(&a->state, ZKL_STATE_NONE);
-  zkl__post_state(c, a, ZKL_STATE_NONE);
-  zkl__acq_free(c, a);
+  rel_init(&rel, a, judge, &cv);
+  release_begin(&rel);
+  rel_wait(&rel);
   pthread_mutex_unlock(&c->mu);
-  return rc;
+  pthread_cond_destroy(&cv);
+  return rel.rc;
 }
 
-/* A downgrade's verdict from its write's code rc (under c->mu): the
- * hold is lost, or read from now on (also when the write did not land:
- * the node then keeps its data, exclusive, which is more than a reader
- * needs, until the hold ends). */
-static int downgraded(zkl_client_t *c, zkl__acq_t *a, int rc, int rewritten) {
-  if (rewritten) {
-    zkl__lose_rewritten(c, a);
-    return ZKL_ELOST;
-  }
-  if (rc == ZNONODE || zkl__is_session_error(rc) || rc == ZKL_ELOST) {
-    zkl__lose(c, a,
-              rc == ZNONODE ? "deleted or replaced by someone else"
-                            : "session expired");
-    return ZKL_ELOST;
-  }
-  if (rc != ZOK)
-    zkl__post_log(c, ZKL_LOG_WARN,
-                  "%s: downgrade not written (%s): readers wait for the "
-                  "release",
-                  a->path, zkl_err_name(rc));
-  a->shared = 1;
-  return ZKL_OK;
+void zkl__release_start(zkl__rel_t *rel, zkl__acq_t *a,
+                        void (*done)(int rc, void *ctx), void *ctx) {
+  rel_init(rel, a, 1, NULL);
+  rel->done_fn = done;
+  rel->done_ctx = ctx;
+  release_begin(rel);
 }
 
-/* How many times a downgrade retries its conditional write when the data
- * version has moved (another client rewrote our node's data). */
-#define DOWNGRADE_TRIES 3
-
-int zkl__queue_downgrade(zkl__queue_t *q, zkl__acq_t *a) {
-  zkl_client_t *c = q->c;
-  zkl__session_t *s;
-  char *nd;
-  size_t len = 0;
-  int rc, version = 0, tries, rewritten = 0;
-  if ((rc = marked_data(q, ZKL__LINE_READ, &nd, &len)) != ZKL_OK)
-    return rc;
-  pthread_mutex_lock(&c->mu);
-  s = a->sess;
-  rc = ZKL_ELOST;
-  a->marks |= ZKL__MARK_READ; /* before our own watch can see it */
-  for (tries = 0; s && !s->expired && a->path && tries < DOWNGRADE_TRIES &&
-                  atomic_load(&a->state) != ZKL_STATE_LOST;
-       tries++) {
-    zkl__call_t set, *ptrs[1] = {&set};
-    struct Stat st;
-    int intact;
-    s->refs++;
-    zkl__call_init(&set, c, &a->cv);
-    pthread_mutex_unlock(&c->mu);
-    zkl__set(&set, s, a->path, nd, (int)len, version);
-    pthread_mutex_lock(&c->mu);
-    zkl__call_wait(ptrs, 1);
-    rc = set.rc;
-    if (rc == ZOK)
-      a->dversion = set.stat.version;
-    if (rc == ZBADVERSION) {
-      /* Someone else wrote to our node: write again over it, if it is
-       * still ours (creation zxid and owner) and what they wrote was a
-       * revoker's request, at the version it has. */
-      rc = stat_own(c, s, a, 0, &st, &intact);
-      if (rc == ZOK && !zkl__owns(a, &st))
-        rc = ZNONODE;
-      if (rc == ZOK && !intact)
-        rewritten = 1, rc = ZKL_ELOST;
-      version = st.version;
-      if (rc == ZOK) {
-        zkl__session_put(c, s);
-        continue;
-      }
+int64_t zkl__releases_judge(zkl_client_t *c) {
+  zkl__rel_t *rel = c->rels, *keep = NULL;
+  int64_t due = 0;
+  c->rels = NULL;
+  while (rel) {
+    zkl__rel_t *next = rel->next;
+    if (!judge(rel)) { /* else gone on, maybe freed */
+      rel->next = keep;
+      keep = rel;
+      if (!due || rel->due < due)
+        due = rel->due;
     }
-    zkl__session_put(c, s);
-    break;
+    rel = next;
   }
-  rc = downgraded(c, a, rc, rewritten);
-  pthread_mutex_unlock(&c->mu);
-  free(nd);
-  return rc;
-}
-
-int zkl__queue_verify(zkl__queue_t *q, zkl__acq_t *a) {
-  zkl_client_t *c = q->c;
-  zkl__session_t *s;
-  struct Stat st;
-  int rc, intact;
-  pthread_mutex_lock(&c->mu);
-  s = a->sess;
-  if (atomic_load(&a->state) == ZKL_STATE_LOST || !s || !a->path ||
-      s->expired) {
-    zkl__lose(c, a, "session expired");
-    pthread_mutex_unlock(&c->mu);
-    return zkl__lost_rc(a);
+  while (keep) { /* back on the list, beside any put there meanwhile */
+    zkl__rel_t *next = keep->next;
+    keep->next = c->rels;
+    c->rels = keep;
+    keep = next;
   }
-  s->refs++; /* past stat_own: a loss meanwhile drops a->sess's */
-  rc = stat_own(c, s, a, 1, &st, &intact);
-  if (rc == ZOK && a->sess == s && zkl__owns(a, &st) && intact) {
-    a->dversion = st.version;
-    rc = ZKL_OK;
-  } else if (rc == ZOK && a->sess == s && zkl__owns(a, &st)) {
-    zkl__lose_rewritten(c, a);
-    rc = zkl__lost_rc(a);
-  } else if (rc == ZOK || rc == ZNONODE || zkl__is_session_error(rc) ||
-             a->sess != s) {
-    zkl__lose(c, a,
-              rc == ZOK       ? "replaced by someone else's node"
-              : rc == ZNONODE ? "deleted by someone else"
-                              : "session expired");
-    rc = zkl__lost_rc(a);
-  }
-  zkl__session_put(c, s);
-  pthread_mutex_unlock(&c->mu);
-  return rc;
-}
-
-int zkl__acq_path(const zkl__acq_t *a, char *buf, size_t size) {
-  size_t n;
-  if (!a || !a->path)
-    return ZKL_ENOTOWNER;
-  n = strlen(a->path);
-  if (n + 1 > size)
-    return ZKL_EINVAL;
-  memcpy(buf, a->path, n + 1);
-  return ZKL_OK;
+  return due;
 }
 
 /* The directory's read, then delete, which nobody waits for. */

@@ -12,7 +12,11 @@
  *
  * All transitions are under c->mu. A hold whose outcome was a failure is
  * freed after its callback; a granted one by its release. Whoever of the
- * callback's end and the release comes second frees it. */
+ * callback's end and the release's end comes second frees it. The release
+ * is a run of release.c: zkl_hold_release() waits for it, and
+ * zkl_hold_release_async() lets it end on its own, its verdict posted as
+ * a notice like the acquire's outcome (a release ends when that notice
+ * was delivered, so an object is busy until then). */
 #include "config.h"
 
 #include <stdlib.h>
@@ -37,7 +41,13 @@ struct zkl_hold {
   int phase;
   int rc;              /* the outcome */
   int released;        /* zkl_hold_release() began */
-  int release_done;
+  int release_done;    /* ... and it returned, or its fn did */
+  /* zkl_hold_release_async(): the release run, its fn and notice */
+  zkl__rel_t *rel;
+  zkl_release_fn rfn;
+  void *rarg;
+  int rrc;
+  struct zkl__event *rnotice;
   int cancel_waiting;  /* cancels waiting for the callback to return */
   pthread_t deliverer;
   struct zkl__event *notice; /* until posted */
@@ -49,6 +59,8 @@ static void hold_free(zkl_hold_t *h) {
   pthread_cond_broadcast(&h->c->cv);
   zkl__handle_remove(h);
   free(h->notice);
+  free(h->rnotice);
+  free(h->rel);
   free(h);
 }
 
@@ -200,6 +212,34 @@ static zkl__acq_t *granted(const zkl_hold_t *h) {
              : NULL;
 }
 
+/* Under c->mu: the release that began has ended, and said so. */
+static void release_over(zkl_hold_t *h) {
+  h->release_done = 1;
+  h->q->async--;
+  if (h->phase == HOLD_DELIVERED && !h->cancel_waiting)
+    hold_free(h);
+}
+
+/* The async release's fn, on the callback thread, as an acquire's. */
+static void deliver_release(void *arg) {
+  zkl_hold_t *h = arg;
+  zkl_client_t *c = h->c;
+  h->rfn(h->rrc, h->rarg);
+  pthread_mutex_lock(&c->mu);
+  release_over(h);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* The release run ended (under c->mu, on any thread): its verdict goes
+ * out as a notice, so fn runs where every callback runs. */
+static void release_ended(int rc, void *ctx) {
+  zkl_hold_t *h = ctx;
+  h->a = NULL;
+  h->rrc = rc;
+  zkl__post_fn(h->c, h->rnotice, deliver_release, h);
+  h->rnotice = NULL;
+}
+
 int zkl_hold_release(zkl_hold_t *h) {
   zkl__acq_t *a;
   int rc;
@@ -215,12 +255,38 @@ int zkl_hold_release(zkl_hold_t *h) {
   rc = zkl__queue_release(h->q, a, 1);
   pthread_mutex_lock(&c->mu);
   h->a = NULL;
-  h->release_done = 1;
-  h->q->async--;
-  if (h->phase == HOLD_DELIVERED && !h->cancel_waiting)
-    hold_free(h);
+  release_over(h);
   pthread_mutex_unlock(&c->mu);
   return rc;
+}
+
+int zkl_hold_release_async(zkl_hold_t *h, zkl_release_fn fn, void *arg) {
+  zkl__rel_t *rel = calloc(1, sizeof *rel);
+  struct zkl__event *notice = zkl__notice_new();
+  zkl__acq_t *a;
+  zkl_client_t *c;
+  int rc = fn ? ZKL_OK : ZKL_EINVAL;
+  if (rc == ZKL_OK && (!rel || !notice))
+    rc = ZKL_ENOMEM;
+  if (rc != ZKL_OK || !(c = lock_hold(h, &rc))) {
+    free(rel);
+    free(notice);
+    return rc;
+  }
+  if (!(a = granted(h))) {
+    pthread_mutex_unlock(&c->mu);
+    free(rel);
+    free(notice);
+    return ZKL_EINVAL;
+  }
+  h->released = 1;
+  h->rel = rel;
+  h->rfn = fn;
+  h->rarg = arg;
+  h->rnotice = notice;
+  zkl__release_start(rel, a, release_ended, h);
+  pthread_mutex_unlock(&c->mu);
+  return ZKL_OK;
 }
 
 int zkl_hold_state(const zkl_hold_t *h) {

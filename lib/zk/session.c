@@ -224,30 +224,36 @@ int64_t zkl__lost_deadline(const zkl_client_t *c) {
   return c->disconnected_at + t / 3 - t / 20;
 }
 
+/* When a release that could not reach the server stops waiting for its
+ * session's fate: about T/3 from now (as zkl__lost_deadline). */
+int64_t zkl__verdict_end(const zkl_client_t *c) {
+  int t = c->timeout_neg > 0 ? c->timeout_neg : c->timeout_req;
+  return zkl_now_ms() + t / 3 - t / 20;
+}
+
 /* Whether session s was alive when a request sent at connection epoch
  * `epoch` failed for want of a connection (a final unlock's delete: was the
  * hold still ours at the end of its critical section?). ZOK once s is
  * connected again at a later epoch; ZSESSIONEXPIRED when s expired, or when
- * it stays disconnected past the point where holds are called LOST, since a
- * process stopped for longer than the session timeout learns of it only
- * now. Under c->mu; waits at most about T/3. */
-int zkl__session_verdict(zkl_client_t *c, zkl__session_t *s, uint64_t epoch) {
-  int t = c->timeout_neg > 0 ? c->timeout_neg : c->timeout_req;
-  int64_t end = zkl_now_ms() + t / 3 - t / 20, due;
-  struct timespec ts;
-  for (;;) {
-    if (s->expired || c->sess != s || c->stopping)
-      return ZSESSIONEXPIRED;
-    if (c->state == ZKL_CLIENT_CONNECTED && c->conn_epoch != epoch)
-      return ZOK;
-    due = zkl__lost_deadline(c); /* 0 until the disconnect is reported */
-    if (due && due < end)
-      end = due;
-    if (zkl_now_ms() >= end)
-      return ZSESSIONEXPIRED;
-    zkl__deadline_ts(end, &ts);
-    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-  }
+ * it stays disconnected past `end` (zkl__verdict_end) or past the point
+ * where holds are called LOST, since a process stopped for longer than the
+ * session timeout learns of it only now. Under c->mu; never waits: while
+ * it cannot tell yet, ZKL__VERDICT_LATER and *due, when to ask again (a
+ * change of the connection broadcasts c->cv sooner). */
+int zkl__session_verdict(const zkl_client_t *c, const zkl__session_t *s,
+                         uint64_t epoch, int64_t end, int64_t *due) {
+  int64_t lost;
+  if (s->expired || c->sess != s || c->stopping)
+    return ZSESSIONEXPIRED;
+  if (c->state == ZKL_CLIENT_CONNECTED && c->conn_epoch != epoch)
+    return ZOK;
+  lost = zkl__lost_deadline(c); /* 0 until the disconnect is reported */
+  if (lost && lost < end)
+    end = lost;
+  if (zkl_now_ms() >= end)
+    return ZSESSIONEXPIRED;
+  *due = end;
+  return ZKL__VERDICT_LATER;
 }
 
 /* Event thread, under c->mu: close one handle nobody uses any more. */

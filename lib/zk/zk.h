@@ -33,8 +33,11 @@ ZKL__HIDDEN zkl__session_t *zkl__session_get(zkl_client_t *c);
 ZKL__HIDDEN void zkl__session_put(zkl_client_t *c, zkl__session_t *s);
 ZKL__HIDDEN int zkl__wait_usable(zkl_client_t *c, zkl__session_t *old,
                                  uint64_t epoch, int64_t deadline_ms);
-ZKL__HIDDEN int zkl__session_verdict(zkl_client_t *c, zkl__session_t *s,
-                                     uint64_t epoch);
+ZKL__HIDDEN int64_t zkl__verdict_end(const zkl_client_t *c);
+#define ZKL__VERDICT_LATER 1
+ZKL__HIDDEN int zkl__session_verdict(const zkl_client_t *c,
+                                     const zkl__session_t *s, uint64_t epoch,
+                                     int64_t end, int64_t *due);
 ZKL__HIDDEN void zkl__defer_delete(zkl_client_t *c, zkl__session_t *s,
                                    const char *path);
 /* The same, for a node given up with the connection up: sent at once by
