@@ -9,7 +9,8 @@
  * It listens on 127.0.0.1, on a port it prints. A request is a line
  * "INCR <key>"; under the lock ROOT/<key> the server reads the number in
  * DIR/<key>, works for a millisecond (a timer: the loop serves others
- * meanwhile), writes the number plus one, releases the lock and answers
+ * meanwhile), writes the number plus one, releases the lock
+ * (zkl_hold_release_async: the loop goes on) and, once released, answers
  * "<key> <number>". Servers sharing DIR and the ensemble never lose an
  * increment. With CONNECTIONS and REQUESTS it also drives itself: that
  * many connections, each sending REQUESTS requests on keys k0..k3, one
@@ -124,30 +125,35 @@ static void on_locked(zkl_hold_t *hold, int rc, void *arg) {
   working = r;
 }
 
-/* Work done: write, release, answer. The release waits for one round trip
- * to the ensemble: short, and it keeps "released" meaning "deleted". */
+/* The release's verdict, on the loop's thread: the answer. "Released"
+ * means "deleted", and the loop never waited for it. */
+static void on_released(int rc, void *arg) {
+  struct req *r = arg;
+  char line[96];
+  if (rc == ZKL_OK)
+    snprintf(line, sizeof line, "%s %ld\n", r->k->name, r->value);
+  else /* lost meanwhile: the write may have raced another holder's */
+    snprintf(line, sizeof line, "%s ERR %s\n", r->k->name,
+             zkl_err_name(rc));
+  errors += rc != ZKL_OK;
+  served++;
+  answer(r->fd, line);
+  free(r);
+}
+
+/* Work done: write, then release; the answer waits for the verdict. */
 static void finish_work(void) {
   struct req **pp = &working, *r;
   int64_t now = zkl_now_ms();
-  char line[96];
   while ((r = *pp)) {
-    int rc;
     if (r->done_at > now) {
       pp = &r->next;
       continue;
     }
     *pp = r->next;
     write_number(r->k->name, r->value);
-    rc = zkl_hold_release(r->hold);
-    if (rc == ZKL_OK)
-      snprintf(line, sizeof line, "%s %ld\n", r->k->name, r->value);
-    else /* lost meanwhile: the write may have raced another holder's */
-      snprintf(line, sizeof line, "%s ERR %s\n", r->k->name,
-               zkl_err_name(rc));
-    errors += rc != ZKL_OK;
-    served++;
-    answer(r->fd, line);
-    free(r);
+    if (zkl_hold_release_async(r->hold, on_released, r) != ZKL_OK)
+      on_released(zkl_hold_release(r->hold), r); /* out of memory */
   }
 }
 
