@@ -1,22 +1,13 @@
-/* test_election.c: leader election against a real ensemble. */
-#include <pthread.h>
+/* test_election.c: leader election against a real ensemble
+ * (ZKL_TEST_SERVERS): fail-over, loss, and candidacies as runs of the
+ * queue engine with no thread each: one HELD per term, resignations that
+ * race the grant or come from the callback itself, destroy while
+ * campaigning. */
+#include <dirent.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <unistd.h>
-#include <zookeeper/zookeeper.h>
 
-#include "check.h"
-#include "zklock.h"
-
-static const char *servers;
-static char root[128];
-static zhandle_t *admin;
-
-static void quiet(const char *m) { (void)m; }
-static void no_watch(zhandle_t *zh, int t, int s, const char *p, void *c) {
-  (void)zh, (void)t, (void)s, (void)p, (void)c;
-}
-
+#include "admin.h"
 
 struct events {
   pthread_mutex_t mu;
@@ -208,13 +199,376 @@ static void test_bad_input(void) {
   CHECK_RC(zkl_election_destroy(e), ZKL_EINVAL);
 }
 
+/* ---- candidacies as runs of the engine ------------------------------- */
+
+/* Threads of this process now. */
+static int threads_now(void) {
+  DIR *d = opendir("/proc/self/task");
+  struct dirent *de;
+  int n = 0;
+  while (d && (de = readdir(d)))
+    n += de->d_name[0] != '.';
+  if (d)
+    closedir(d);
+  return n;
+}
+
+/* What one candidate's callback saw; `resign_on_held`: it resigns its
+ * own term from inside the callback (the event thread, or the thread in
+ * zkl_client_dispatch()), and `also` with it, campaigning or not. */
+struct tally {
+  pthread_mutex_t mu;
+  int held, none, lost, calls;
+  int resigned;       /* set by the test once zkl_election_resign returned */
+  int held_late;      /* HELD delivered while `resigned` was set */
+  int resign_on_held;
+  zkl_election_t *also;
+  int rc_self, rc_also, resigns_in_cb;
+  pthread_t where;
+};
+
+static void tally_init(struct tally *t) {
+  memset(t, 0, sizeof *t);
+  pthread_mutex_init(&t->mu, NULL);
+}
+
+static int tally_get(struct tally *t, const int *field) {
+  int v;
+  pthread_mutex_lock(&t->mu);
+  v = *field;
+  pthread_mutex_unlock(&t->mu);
+  return v;
+}
+
+static void tally_set_resigned(struct tally *t, int v) {
+  pthread_mutex_lock(&t->mu);
+  t->resigned = v;
+  pthread_mutex_unlock(&t->mu);
+}
+
+static void on_tally(zkl_election_t *e, int state, uint64_t token, void *ctx) {
+  struct tally *t = ctx;
+  int resign;
+  (void)token;
+  pthread_mutex_lock(&t->mu);
+  t->calls++;
+  t->where = pthread_self();
+  t->held += state == ZKL_STATE_HELD;
+  t->none += state == ZKL_STATE_NONE;
+  t->lost += state == ZKL_STATE_LOST;
+  t->held_late += state == ZKL_STATE_HELD && t->resigned;
+  resign = state == ZKL_STATE_HELD && t->resign_on_held;
+  pthread_mutex_unlock(&t->mu);
+  if (!resign)
+    return;
+  if (t->also)
+    t->rc_also = zkl_election_resign(t->also);
+  t->rc_self = zkl_election_resign(e);
+  pthread_mutex_lock(&t->mu);
+  t->resigns_in_cb++;
+  pthread_mutex_unlock(&t->mu);
+}
+
+static zkl_election_t *candidate(zkl_client_t *c, const char *name,
+                                 const char *id, struct tally *t) {
+  zkl_election_t *e = NULL;
+  zkl_election_options_t o = {0};
+  o.root = root;
+  o.fn = t ? on_tally : NULL;
+  o.ctx = t;
+  CHECK_RC(zkl_election_create(&e, c, name, id, &o), ZKL_OK);
+  return e;
+}
+
+/* Waits (at most 10 s) until queue `name` has had n nodes for 3 reads
+ * in a row, 30 ms apart, and says whether it has: a candidacy stopped
+ * while its create was out leaves its node to come and go after. */
+static int queued(const char *name, int n) {
+  int64_t end = zkl_now_ms() + 10000;
+  int same = 0;
+  while (same < 3 && zkl_now_ms() < end) {
+    same = queue_count(name) == n ? same + 1 : 0;
+    if (same < 3)
+      usleep(30 * 1000);
+  }
+  return same == 3;
+}
+
+/* 200 candidates of one election on one client: 199 campaign behind the
+ * leader with no thread each. The thread-per-candidacy code had 199 more
+ * threads here. */
+#define MANY 200
+
+/* The one candidate of e[0..n) that leads, other than `not`; -1 when
+ * none or more than one does. */
+static int leader_of(zkl_election_t **e, int n, int not) {
+  int i, found = -1, count = 0;
+  for (i = 0; i < n; i++)
+    if (i != not && zkl_election_is_leader(e[i]))
+      found = i, count++;
+  return count == 1 ? found : -1;
+}
+
+static void test_many_candidacies_no_thread(void) {
+  zkl_client_t *c = client(30000);
+  zkl_election_t *e[MANY];
+  int i, before, after, leader;
+  char id[32];
+  alarm(240);
+  new_root();
+  for (i = 0; i < MANY; i++) {
+    snprintf(id, sizeof id, "many-%d", i);
+    e[i] = candidate(c, "many", id, NULL);
+  }
+  before = threads_now();
+  for (i = 0; i < MANY; i++)
+    CHECK_RC(zkl_election_join(e[i]), ZKL_OK);
+  CHECK(queued("many", MANY));
+  after = threads_now();
+  printf("# %d candidacies: %d threads before joining, %d after\n", MANY,
+         before, after);
+  CHECK_INT(after, <=, before + 2);
+  WAIT_FOR(leader_of(e, MANY, -1) >= 0, 10000);
+  leader = leader_of(e, MANY, -1);
+  CHECK_INT(leader, >=, 0);
+  /* the leader goes: the next in line, and only it, leads */
+  if (leader >= 0)
+    CHECK_RC(zkl_election_resign(e[leader]), ZKL_OK);
+  WAIT_FOR(leader_of(e, MANY, leader) >= 0, 10000);
+  CHECK_INT(leader_of(e, MANY, leader), >=, 0);
+  CHECK(leader < 0 || !zkl_election_is_leader(e[leader]));
+  CHECK_INT(threads_now(), <=, before + 2);
+  for (i = 0; i < MANY; i++)
+    CHECK_RC(zkl_election_destroy(e[i]), ZKL_OK);
+  CHECK(queued("many", 0));
+  CHECK_RC(zkl_client_destroy(c), ZKL_OK);
+  alarm(0);
+}
+
+/* One HELD per term, NONE when it is resigned; the next candidate's term
+ * is told once too. */
+static void test_one_held_per_term(void) {
+  zkl_client_t *c = client(30000);
+  struct tally t1, t2;
+  zkl_election_t *e1, *e2;
+  uint64_t k1 = 0, k2 = 0, k3 = 0;
+  alarm(120);
+  new_root();
+  tally_init(&t1);
+  tally_init(&t2);
+  e1 = candidate(c, "terms", "one", &t1);
+  e2 = candidate(c, "terms", "two", &t2);
+  CHECK_RC(zkl_election_join(e1), ZKL_OK);
+  CHECK_RC(zkl_election_wait(e1, zkl_now_ms() + 10000), ZKL_OK);
+  CHECK_RC(zkl_election_join(e2), ZKL_OK);
+  CHECK(queued("terms", 2));
+  WAIT_FOR(tally_get(&t1, &t1.held) == 1, 5000);
+  usleep(300 * 1000);
+  CHECK_INT(tally_get(&t1, &t1.held), ==, 1);
+  CHECK_INT(tally_get(&t2, &t2.calls), ==, 0);
+  CHECK_RC(zkl_election_token(e1, &k1), ZKL_OK);
+  CHECK_RC(zkl_election_resign(e1), ZKL_OK);
+  WAIT_FOR(tally_get(&t1, &t1.none) == 1, 5000);
+  CHECK_INT(tally_get(&t1, &t1.none), ==, 1);
+  CHECK_RC(zkl_election_wait(e2, zkl_now_ms() + 10000), ZKL_OK);
+  WAIT_FOR(tally_get(&t2, &t2.held) == 1, 5000);
+  CHECK_RC(zkl_election_token(e2, &k2), ZKL_OK);
+  CHECK(k2 > k1);
+  /* a second term of the first candidate, behind the second */
+  CHECK_RC(zkl_election_join(e1), ZKL_OK);
+  CHECK_RC(zkl_election_wait(e1, zkl_now_ms() + 300), ZKL_ETIMEDOUT);
+  CHECK_RC(zkl_election_resign(e2), ZKL_OK);
+  CHECK_RC(zkl_election_wait(e1, zkl_now_ms() + 10000), ZKL_OK);
+  WAIT_FOR(tally_get(&t1, &t1.held) == 2, 5000);
+  CHECK_RC(zkl_election_token(e1, &k3), ZKL_OK);
+  CHECK(k3 > k2);
+  CHECK_RC(zkl_election_resign(e1), ZKL_OK);
+  WAIT_FOR(tally_get(&t1, &t1.none) == 2 && tally_get(&t2, &t2.none) == 1,
+           5000);
+  usleep(300 * 1000);
+  CHECK_INT(tally_get(&t1, &t1.held), ==, 2);
+  CHECK_INT(tally_get(&t1, &t1.none), ==, 2);
+  CHECK_INT(tally_get(&t1, &t1.lost), ==, 0);
+  CHECK_INT(tally_get(&t2, &t2.held), ==, 1);
+  CHECK_INT(tally_get(&t2, &t2.none), ==, 1);
+  CHECK_RC(zkl_election_destroy(e1), ZKL_OK);
+  CHECK_RC(zkl_election_destroy(e2), ZKL_OK);
+  CHECK(queued("terms", 0));
+  CHECK_RC(zkl_client_destroy(c), ZKL_OK);
+  alarm(0);
+}
+
+/* A resignation right behind the join, at different points of the
+ * campaign (the create out, the listing out, granted): never a HELD once
+ * it returned, never a node left behind; and a join right after it, with
+ * the old run maybe still ending, campaigns anew. */
+static void test_resign_races_grant(void) {
+  zkl_client_t *c = client(30000);
+  struct tally t;
+  zkl_election_t *e;
+  int i, rejoined = 0;
+  alarm(180);
+  new_root();
+  tally_init(&t);
+  e = candidate(c, "race", "racer", &t);
+  for (i = 0; i < 50; i++) {
+    tally_set_resigned(&t, 0);
+    CHECK_RC(zkl_election_join(e), ZKL_OK);
+    if (i % 5)
+      usleep((useconds_t)(i % 5) * 1000);
+    CHECK_RC(zkl_election_resign(e), ZKL_OK);
+    tally_set_resigned(&t, 1);
+    if (i % 10 == 9) { /* again at once: the old run may still be ending */
+      CHECK_RC(zkl_election_join(e), ZKL_OK);
+      tally_set_resigned(&t, 0);
+      CHECK_RC(zkl_election_wait(e, zkl_now_ms() + 10000), ZKL_OK);
+      rejoined += zkl_election_is_leader(e);
+      CHECK_RC(zkl_election_resign(e), ZKL_OK);
+      tally_set_resigned(&t, 1);
+    }
+    CHECK(queued("race", 0));
+  }
+  usleep(300 * 1000);
+  CHECK(queued("race", 0));
+  CHECK_INT(rejoined, ==, 5);
+  CHECK_INT(tally_get(&t, &t.held_late), ==, 0);
+  CHECK_INT(tally_get(&t, &t.none), >=, tally_get(&t, &t.held));
+  printf("# 50 resignations racing the grant: %d terms granted first\n",
+         tally_get(&t, &t.held) - rejoined);
+  CHECK_RC(zkl_election_destroy(e), ZKL_OK);
+  CHECK_RC(zkl_client_destroy(c), ZKL_OK);
+  alarm(0);
+}
+
+/* Resigning from the election's own callback, on the event thread: the
+ * term, and another candidacy of the same client still campaigning. */
+static void test_resign_in_callback(void) {
+  zkl_client_t *c = client(30000), *hc = client(30000);
+  struct tally t;
+  zkl_election_t *e, *other, *holder;
+  alarm(120);
+  new_root();
+  tally_init(&t);
+  holder = candidate(hc, "cb", "holder", NULL);
+  CHECK_RC(zkl_election_wait(holder, zkl_now_ms() + 10000), ZKL_OK);
+  e = candidate(c, "cb", "self", &t);
+  other = candidate(c, "cb", "other", NULL);
+  t.resign_on_held = 1;
+  t.also = other;
+  CHECK_RC(zkl_election_join(e), ZKL_OK);
+  CHECK(queued("cb", 2));
+  CHECK_RC(zkl_election_join(other), ZKL_OK);
+  CHECK(queued("cb", 3));
+  CHECK_RC(zkl_election_resign(holder), ZKL_OK);
+  WAIT_FOR(tally_get(&t, &t.resigns_in_cb) == 1, 10000);
+  CHECK_INT(tally_get(&t, &t.resigns_in_cb), ==, 1);
+  CHECK(!pthread_equal(t.where, pthread_self()));
+  CHECK_RC(t.rc_self, ZKL_OK);
+  CHECK_RC(t.rc_also, ZKL_OK); /* a campaign stopped */
+  CHECK(queued("cb", 0));
+  WAIT_FOR(tally_get(&t, &t.none) == 1, 5000);
+  CHECK_INT(tally_get(&t, &t.none), ==, 1);
+  CHECK_INT(zkl_election_state(e), ==, ZKL_STATE_NONE);
+  CHECK_INT(zkl_election_is_leader(other), ==, 0);
+  CHECK_RC(zkl_election_destroy(e), ZKL_OK);
+  CHECK_RC(zkl_election_destroy(other), ZKL_OK);
+  CHECK_RC(zkl_election_destroy(holder), ZKL_OK);
+  CHECK_RC(zkl_client_destroy(c), ZKL_OK);
+  CHECK_RC(zkl_client_destroy(hc), ZKL_OK);
+  alarm(0);
+}
+
+/* The same with ZKL_CLIENT_DISPATCH: the callback, and the resignation in
+ * it, run in zkl_client_dispatch() on this thread. */
+static void test_resign_in_dispatch(void) {
+  zkl_client_t *c = NULL;
+  zkl_client_options_t o = {0};
+  struct tally t;
+  zkl_election_t *e;
+  int64_t end;
+  alarm(120);
+  o.session_timeout_ms = 30000;
+  o.flags = ZKL_CLIENT_DISPATCH;
+  CHECK_RC(zkl_client_create(&c, servers, &o), ZKL_OK);
+  new_root();
+  tally_init(&t);
+  t.resign_on_held = 1;
+  e = candidate(c, "disp", "self", &t);
+  CHECK_RC(zkl_election_wait(e, zkl_now_ms() + 10000), ZKL_OK);
+  usleep(200 * 1000);
+  CHECK_INT(tally_get(&t, &t.calls), ==, 0); /* elected, not dispatched */
+  end = zkl_now_ms() + 10000;
+  while (tally_get(&t, &t.resigns_in_cb) == 0 && zkl_now_ms() < end) {
+    zkl_client_dispatch(c);
+    usleep(10 * 1000);
+  }
+  CHECK_INT(tally_get(&t, &t.resigns_in_cb), ==, 1);
+  CHECK(pthread_equal(t.where, pthread_self()));
+  CHECK_RC(t.rc_self, ZKL_OK);
+  CHECK(queued("disp", 0));
+  end = zkl_now_ms() + 5000;
+  while (tally_get(&t, &t.none) == 0 && zkl_now_ms() < end) {
+    zkl_client_dispatch(c);
+    usleep(10 * 1000);
+  }
+  CHECK_INT(tally_get(&t, &t.none), ==, 1);
+  CHECK_RC(zkl_election_destroy(e), ZKL_OK);
+  CHECK_RC(zkl_client_destroy(c), ZKL_OK);
+  alarm(0);
+}
+
+/* Destroy while campaigning behind another leader, and right after a
+ * join (the create still out): it returns, leaves no node, and no
+ * callback runs once it returned. */
+static void test_destroy_pending(void) {
+  zkl_client_t *c = client(30000), *hc = client(30000);
+  struct tally t;
+  zkl_election_t *e, *holder;
+  int i, calls;
+  alarm(120);
+  new_root();
+  tally_init(&t);
+  holder = candidate(hc, "pend", "holder", NULL);
+  CHECK_RC(zkl_election_wait(holder, zkl_now_ms() + 10000), ZKL_OK);
+  e = candidate(c, "pend", "waiter", &t);
+  CHECK_RC(zkl_election_join(e), ZKL_OK);
+  CHECK(queued("pend", 2));
+  CHECK_RC(zkl_election_wait(e, zkl_now_ms() + 200), ZKL_ETIMEDOUT);
+  CHECK_RC(zkl_election_destroy(e), ZKL_OK);
+  CHECK(queued("pend", 1));
+  for (i = 0; i < 20; i++) {
+    e = candidate(c, "pend", "waiter", &t);
+    CHECK_RC(zkl_election_join(e), ZKL_OK);
+    CHECK_RC(zkl_election_destroy(e), ZKL_OK);
+  }
+  CHECK_INT(tally_get(&t, &t.calls), ==, 0); /* none of them led */
+  CHECK_RC(zkl_election_resign(holder), ZKL_OK);
+  CHECK(queued("pend", 0));
+  /* destroyed right after it was elected: whatever it was told, nothing
+   * comes once destroy returned */
+  for (i = 0; i < 10; i++) {
+    e = candidate(c, "pend", "leader", &t);
+    CHECK_RC(zkl_election_wait(e, zkl_now_ms() + 10000), ZKL_OK);
+    CHECK_RC(zkl_election_destroy(e), ZKL_OK);
+    calls = tally_get(&t, &t.calls);
+    usleep(20 * 1000);
+    CHECK_INT(tally_get(&t, &t.calls), ==, calls);
+  }
+  CHECK(queued("pend", 0));
+  usleep(300 * 1000);
+  CHECK_INT(tally_get(&t, &t.calls), ==, calls);
+  CHECK_RC(zkl_election_destroy(holder), ZKL_OK);
+  CHECK_RC(zkl_client_destroy(c), ZKL_OK);
+  CHECK_RC(zkl_client_destroy(hc), ZKL_OK);
+  alarm(0);
+}
+
 int main(void) {
   int i;
-  servers = getenv("ZKL_TEST_SERVERS");
-  if (!servers || !*servers)
-    return 77;
-  snprintf(root, sizeof root, "/zkltest-elect-%ld", (long)getpid());
-  admin = zookeeper_init2(servers, no_watch, 10000, NULL, NULL, 0, quiet);
+  (void)mutex; /* admin.h's, for the lock tests */
+  admin_open();
+  root_tag = "zkltest-elect";
+  new_root();
   RUN(test_elect_and_fail_over);
   RUN(test_node_deleted_loses_leadership);
   RUN(test_bad_input);
@@ -222,6 +576,13 @@ int main(void) {
     CHECK_RC(zkl_election_destroy(el[i]), ZKL_OK);
     CHECK_RC(zkl_client_destroy(cl[i]), ZKL_OK);
   }
-  zookeeper_close(admin);
+  RUN(test_many_candidacies_no_thread);
+  RUN(test_one_held_per_term);
+  RUN(test_resign_races_grant);
+  RUN(test_resign_in_callback);
+  RUN(test_resign_in_dispatch);
+  RUN(test_destroy_pending);
+  admin_close();
   return CHECK_DONE();
 }
+

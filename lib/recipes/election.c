@@ -1,10 +1,18 @@
 /* election.c: leader election on the queue engine.
  *
- * A candidacy is one acquisition of the election's queue, run by a
- * campaign thread so that joining does not block; leadership is the hold.
- * The engine confirms at the head that our node belongs to the current
+ * A candidacy is one run of the election's queue (run.c) with no thread
+ * behind it, as an async hold's is (hold.c); leadership is the hold. The
+ * engine confirms at the head that our node belongs to the current
  * session (ZKL__Q_VERIFY_OWNER) before the hold, and so the "elected"
- * callback, exists. */
+ * callback, exists. When the run ends, the event thread calls
+ * campaign_done() under c->mu, which records the outcome and wakes
+ * zkl_election_wait().
+ *
+ * Stopping a candidacy (resign, a join after a loss, destroy) never waits
+ * for its run: resign may be called from the election's own callback, on
+ * the thread that settles runs. The run is abandoned, and the generation
+ * it was started with tells campaign_done() that its end is stale. Only
+ * destroy waits for the ends still to come, which write to the election. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -24,8 +32,8 @@ struct zkl_election {
   int phase;
   int campaign_rc;
   zkl__acq_t *acq;  /* the hold while leading, or a lost one */
-  pthread_t thread;
-  int joinable;
+  zkl__acq_t *run;  /* the acquisition while campaigning */
+  unsigned gen;     /* the candidacy now; each stop moves it on */
   int inside;    /* threads in wait, join or verify: destroy is EBUSY */
   int verifying; /* threads reading or writing under e->acq: it stays */
   pthread_cond_t cv;
@@ -45,9 +53,17 @@ static int valid_id(const char *id) {
   return 1;
 }
 
+/* Event thread, no lock held. A term resigned before its HELD came out
+ * is not announced: a program that resigned must not hear it was elected
+ * afterwards (its NONE still comes). */
 static void election_notify(zkl__queue_t *q, int state, uint64_t token) {
   zkl_election_t *e = (zkl_election_t *)q;
-  e->fn(e, state, token, e->ctx);
+  int current;
+  pthread_mutex_lock(&e->c->mu);
+  current = e->acq && (uint64_t)e->acq->czxid == token;
+  pthread_mutex_unlock(&e->c->mu);
+  if (state != ZKL_STATE_HELD || current)
+    e->fn(e, state, token, e->ctx);
 }
 
 int zkl_election_create(zkl_election_t **out, zkl_client_t *c,
@@ -93,40 +109,68 @@ int zkl_election_create(zkl_election_t **out, zkl_client_t *c,
   return ZKL_OK;
 }
 
-static void *campaign(void *arg) {
-  zkl_election_t *e = arg;
-  zkl__acq_t *a = NULL;
-  int rc = zkl__queue_acquire(&e->q, ZKL__BLOCK, 0, -1, &a);
-  pthread_mutex_lock(&e->c->mu);
-  e->q.users--;
-  e->campaign_rc = rc;
-  e->acq = rc == ZKL_OK ? a : NULL;
-  e->phase = rc == ZKL_OK ? ELECT_LEADING : ELECT_ENDED;
+/* What a run needs to find its candidacy when it ends. */
+struct campaign {
+  zkl_election_t *e;
+  unsigned gen;
+};
+
+/* A candidacy's run ended (event thread, under c->mu). */
+static void campaign_done(zkl__acq_t *hold, int rc, void *ctx) {
+  struct campaign *k = ctx;
+  zkl_election_t *e = k->e;
+  if (k->gen != e->gen) {
+    /* stopped meanwhile, so abandoned: never a hold (run.c settle());
+     * one would be given back, its node deleted in the background */
+    if (hold)
+      zkl__queue_discard(hold);
+  } else {
+    e->run = NULL;
+    e->campaign_rc = rc;
+    e->acq = hold;
+    e->phase = hold ? ELECT_LEADING : ELECT_ENDED;
+    if (rc != ZKL_OK)
+      zkl__post_log(e->c, ZKL_LOG_DEBUG, "campaign in %s ended: %s",
+                    e->q.dir, zkl_err_name(rc));
+  }
+  free(k);
+  e->q.async_refs--; /* e may be freed once it is 0: see destroy */
   pthread_cond_broadcast(&e->cv);
-  pthread_mutex_unlock(&e->c->mu);
-  return NULL;
+  pthread_cond_broadcast(&e->c->cv);
+}
+
+/* Under c->mu, idle: starts a candidacy, which the event thread settles. */
+static int campaign_start(zkl_election_t *e) {
+  struct campaign *k = malloc(sizeof *k);
+  int rc;
+  if (!k)
+    return ZKL_ENOMEM;
+  k->e = e;
+  k->gen = e->gen;
+  rc = zkl__queue_start(&e->q, ZKL__BLOCK, 0, -1, campaign_done, k, &e->run);
+  if (rc != ZKL_OK) {
+    free(k);
+    return rc;
+  }
+  e->q.async_refs++; /* zkl__queue_close waits for campaign_done */
+  e->phase = ELECT_CAMPAIGNING;
+  return ZKL_OK;
 }
 
 /* Ends the current candidacy, whatever its phase; returns the old phase.
  * With `judge` (a resignation), *rc says whether a term that ends here
- * could be vouched for to its end (ZKL_OK) or not (ZKL_ELOST). */
+ * could be vouched for to its end (ZKL_OK) or not (ZKL_ELOST). Waits for
+ * the delete of a term's node, never for the event thread. */
 static int stop_candidacy(zkl_election_t *e, int judge, int *rc) {
   zkl_client_t *c = e->c;
   zkl__acq_t *a;
-  int phase, joinable;
-  pthread_t t;
+  int phase;
   pthread_mutex_lock(&c->mu);
   phase = e->phase;
-  e->q.closed = 1; /* a campaign about to start must not begin */
-  joinable = e->joinable;
-  t = e->thread;
-  e->joinable = 0;
-  pthread_mutex_unlock(&c->mu);
-  zkl__queue_cancel(&e->q);
-  if (joinable)
-    pthread_join(t, NULL);
-  pthread_mutex_lock(&c->mu);
-  e->q.closed = 0;
+  e->gen++; /* the end of a run still going is this candidacy's no more */
+  if (e->run)
+    zkl__queue_abandon(e->run); /* ends soon, its node deleted */
+  e->run = NULL;
   while (e->verifying > 0)
     pthread_cond_wait(&e->cv, &c->mu);
   a = e->acq;
@@ -164,22 +208,15 @@ static int join(zkl_election_t *e) {
   busy = e->phase == ELECT_CAMPAIGNING ||
          (e->phase == ELECT_LEADING &&
           atomic_load(&e->acq->state) != ZKL_STATE_LOST);
-  pthread_mutex_unlock(&e->c->mu);
-  if (busy)
-    return ZKL_EBUSY;
-  stop_candidacy(e, 0, &rc); /* clears a lost term or an ended campaign */
-  pthread_mutex_lock(&e->c->mu);
-  e->phase = ELECT_CAMPAIGNING;
-  e->q.users++;
-  if (pthread_create(&e->thread, NULL, campaign, e) != 0) {
-    e->q.users--;
-    e->phase = ELECT_IDLE;
+  if (!busy && e->phase != ELECT_IDLE) {
     pthread_mutex_unlock(&e->c->mu);
-    return ZKL_ESYSTEM;
+    stop_candidacy(e, 0, &rc); /* clears a lost term or an ended campaign */
+    pthread_mutex_lock(&e->c->mu);
   }
-  e->joinable = 1;
+  /* another thread may have joined while the lock was dropped */
+  rc = busy || e->phase != ELECT_IDLE ? ZKL_EBUSY : campaign_start(e);
   pthread_mutex_unlock(&e->c->mu);
-  return ZKL_OK;
+  return rc;
 }
 
 int zkl_election_join(zkl_election_t *e) {
@@ -313,6 +350,21 @@ int zkl_election_token(const zkl_election_t *e, uint64_t *token) {
   return rc;
 }
 
+/* Waits until the runs of e's candidacies have ended and been settled:
+ * campaign_done() writes to e. The event thread settles them; when it is
+ * the caller (destroy from another object's callback) it does so here. */
+static void runs_settled(zkl_election_t *e) {
+  zkl_client_t *c = e->c;
+  pthread_mutex_lock(&c->mu);
+  while (e->q.async_refs > 0) {
+    if (c->ended && zkl__on_event_thread(c))
+      zkl__runs_settle(c);
+    else
+      pthread_cond_wait(&c->cv, &c->mu);
+  }
+  pthread_mutex_unlock(&c->mu);
+}
+
 int zkl_election_destroy(zkl_election_t *e) {
   int busy, rc;
   if (!e)
@@ -329,6 +381,7 @@ int zkl_election_destroy(zkl_election_t *e) {
   if (!zkl__handle_remove(e))
     return ZKL_EINVAL;
   stop_candidacy(e, 0, &rc);
+  runs_settled(e);
   zkl__queue_close(&e->q);
   pthread_cond_destroy(&e->cv);
   free(e);
