@@ -984,6 +984,10 @@ ZKL_EXTERN int zkl_hold_node_path(const zkl_hold_t *hold, char *buf,
  * itself leader a candidate confirms that its node's ephemeral owner is its
  * current session. Each term has a fencing token (czxid of the leader's
  * node) that grows from term to term.
+ *
+ * A candidacy has no thread of its own: it campaigns on the client's
+ * threads, as an asynchronous acquire does, so any number of candidates
+ * may campaign on one client.
  */
 typedef struct zkl_election zkl_election_t;
 
@@ -995,7 +999,9 @@ typedef struct zkl_election zkl_election_t;
  * held: ZKL_STATE_HELD (elected), ZKL_STATE_AT_RISK (leader, disconnected),
  * ZKL_STATE_LOST (leadership lost: session expired, node deleted, or
  * disconnected with ZKL_ELECTION_LOSE_ON_DISCONNECT), ZKL_STATE_NONE
- * (resigned). `token` is the term's fencing token.
+ * (resigned). `token` is the term's fencing token. HELD comes once per
+ * term; a term resigned before its HELD could be delivered is told only
+ * NONE. The callback may join or resign its own election.
  */
 typedef void (*zkl_election_fn)(zkl_election_t *e, int state, uint64_t token,
                                 void *ctx);
@@ -1027,9 +1033,11 @@ ZKL_EXTERN int zkl_election_create(zkl_election_t **out, zkl_client_t *client,
                                    const zkl_election_options_t *opts);
 
 /*
- * Join the election (campaign in the background). Joining again after a
- * loss or a resignation starts a new candidacy. Returns ZKL_OK, ZKL_EBUSY
- * (already campaigning or leading), ZKL_EINVAL, ZKL_ESYSTEM.
+ * Join the election: campaign in the background, with no thread of its
+ * own, and return at once. Joining again after a loss or a resignation
+ * starts a new candidacy, also while the last one's node is still being
+ * deleted. Returns ZKL_OK, ZKL_EBUSY (already campaigning or leading),
+ * ZKL_EINVAL, ZKL_ENOMEM, ZKL_ESYSTEM.
  */
 ZKL_EXTERN int zkl_election_join(zkl_election_t *e);
 
@@ -1047,7 +1055,11 @@ ZKL_EXTERN int zkl_election_wait(zkl_election_t *e, int64_t deadline_ms);
 
 /*
  * Leave the election: stop campaigning, or give up leadership (our node is
- * deleted). Returns ZKL_OK, ZKL_ENOTHELD when not joined, ZKL_EINVAL, or
+ * deleted). A campaign stops at once, and a node it made is deleted in the
+ * background; a term waits for its node's delete, one round trip. Never
+ * waits for the client's callback thread: it may be called from this
+ * election's own callback, also inside zkl_client_dispatch(). Returns
+ * ZKL_OK, ZKL_ENOTHELD when not joined, ZKL_EINVAL, or
  * ZKL_ELOST when this candidate led and the term cannot be vouched for:
  * leadership had been lost, our node was gone or not ours any more, or the
  * delete could not reach the ensemble and the session did not come back
@@ -1070,7 +1082,8 @@ ZKL_EXTERN int zkl_election_is_leader(const zkl_election_t *e);
  * candidate never led in its current candidacy. */
 ZKL_EXTERN int zkl_election_token(const zkl_election_t *e, uint64_t *token);
 
-/* Resign if needed, then free. NULL is a no-op; a dead pointer gives
+/* Resign if needed, then free, once a campaign stopped here has ended (no
+ * callback of it runs after). NULL is a no-op; a dead pointer gives
  * ZKL_EINVAL; ZKL_EBUSY, freeing nothing, while another thread is inside
  * zkl_election_wait() or zkl_election_join() on it. Must not be called
  * from this election's own callback. */
