@@ -215,15 +215,16 @@ static int threads_now(void) {
 
 /* What one candidate's callback saw; `resign_on_held`: it resigns its
  * own term from inside the callback (the event thread, or the thread in
- * zkl_client_dispatch()), and `also` with it, campaigning or not. */
+ * zkl_client_dispatch()), and `also` with it, campaigning or not;
+ * `destroy_on_held`: it destroys that other election. */
 struct tally {
   pthread_mutex_t mu;
   int held, none, lost, calls;
   int resigned;       /* set by the test once zkl_election_resign returned */
   int held_late;      /* HELD delivered while `resigned` was set */
   int resign_on_held;
-  zkl_election_t *also;
-  int rc_self, rc_also, resigns_in_cb;
+  zkl_election_t *also, *destroy_on_held;
+  int rc_self, rc_also, resigns_in_cb, rc_destroy, destroys_in_cb;
   pthread_t where;
 };
 
@@ -259,6 +260,13 @@ static void on_tally(zkl_election_t *e, int state, uint64_t token, void *ctx) {
   t->held_late += state == ZKL_STATE_HELD && t->resigned;
   resign = state == ZKL_STATE_HELD && t->resign_on_held;
   pthread_mutex_unlock(&t->mu);
+  if (state == ZKL_STATE_HELD && t->destroy_on_held) {
+    t->rc_destroy = zkl_election_destroy(t->destroy_on_held);
+    t->destroy_on_held = NULL;
+    pthread_mutex_lock(&t->mu);
+    t->destroys_in_cb++;
+    pthread_mutex_unlock(&t->mu);
+  }
   if (!resign)
     return;
   if (t->also)
@@ -566,6 +574,34 @@ static void test_destroy_pending(void) {
   alarm(0);
 }
 
+/* Destroying a campaigning election from another election's callback, on
+ * the event thread, which is the thread that settles its run. */
+static void test_destroy_in_callback(void) {
+  zkl_client_t *c = client(30000), *hc = client(30000);
+  struct tally t;
+  zkl_election_t *a, *b, *holder;
+  alarm(120);
+  new_root();
+  tally_init(&t);
+  holder = candidate(hc, "dcb", "holder", NULL);
+  CHECK_RC(zkl_election_wait(holder, zkl_now_ms() + 10000), ZKL_OK);
+  b = candidate(c, "dcb", "behind", NULL);
+  CHECK_RC(zkl_election_join(b), ZKL_OK);
+  CHECK(queued("dcb", 2));
+  t.destroy_on_held = b;
+  a = candidate(c, "dcb-a", "destroyer", &t);
+  CHECK_RC(zkl_election_join(a), ZKL_OK);
+  WAIT_FOR(tally_get(&t, &t.destroys_in_cb) == 1, 10000);
+  CHECK_INT(tally_get(&t, &t.destroys_in_cb), ==, 1);
+  CHECK_RC(t.rc_destroy, ZKL_OK);
+  CHECK(queued("dcb", 1));
+  CHECK_RC(zkl_election_destroy(a), ZKL_OK);
+  CHECK_RC(zkl_election_destroy(holder), ZKL_OK);
+  CHECK_RC(zkl_client_destroy(c), ZKL_OK);
+  CHECK_RC(zkl_client_destroy(hc), ZKL_OK);
+  alarm(0);
+}
+
 int main(void) {
   int i;
   (void)mutex; /* admin.h's, for the lock tests */
@@ -585,6 +621,7 @@ int main(void) {
   RUN(test_resign_in_callback);
   RUN(test_resign_in_dispatch);
   RUN(test_destroy_pending);
+  RUN(test_destroy_in_callback);
   admin_close();
   return CHECK_DONE();
 }
