@@ -203,6 +203,65 @@ static void test_release_async(void) {
   zkl_client_destroy(c);
 }
 
+/* A destroy from a callback, on the thread that settles runs, right after
+ * a cancel whose run is still ending: it must settle that run itself, not
+ * wait for its own thread (it hung there). */
+struct in_cb {
+  zkl_mutex_t *busy; /* held elsewhere: its async acquire waits */
+  int destroyed;     /* zkl_mutex_destroy's code, + 1 once it returned */
+};
+
+static void never_called(zkl_hold_t *h, int rc, void *arg) {
+  (void)h, (void)rc, (void)arg;
+  CHECK(!"a cancelled acquire's callback ran");
+}
+
+static void release_ignored(int rc, void *arg) { (void)rc, (void)arg; }
+
+static void cancel_destroy(zkl_hold_t *h, int rc, void *arg) {
+  struct in_cb *k = arg;
+  zkl_hold_t *w = NULL;
+  CHECK_RC(rc, ZKL_OK);
+  CHECK_RC(zkl_mutex_lock_async(k->busy, ZKL_NO_DEADLINE, never_called, NULL,
+                                &w),
+           ZKL_OK);
+  CHECK_RC(zkl_hold_cancel(w), ZKL_OK);
+  k->destroyed = zkl_mutex_destroy(k->busy) + 1;
+  if (rc == ZKL_OK)
+    CHECK_RC(zkl_hold_release_async(h, release_ignored, NULL), ZKL_OK);
+}
+
+static void test_destroy_in_callback(void) {
+  zkl_client_t *c = client(10000), *c2 = client(10000);
+  zkl_mutex_t *m, *busy2;
+  struct in_cb k = {0};
+  zkl_hold_t *h = NULL;
+  int i;
+  new_root();
+  m = mutex(c, "free");
+  busy2 = mutex(c2, "busy");
+  CHECK_RC(zkl_mutex_lock(busy2), ZKL_OK);
+  for (i = 0; i < 5; i++) {
+    k.busy = mutex(c, "busy");
+    k.destroyed = 0;
+    CHECK_RC(zkl_mutex_lock_async(m, ZKL_NO_DEADLINE, cancel_destroy, &k, &h),
+             ZKL_OK);
+    WAIT_FOR(k.destroyed != 0, 10000);
+    if (!k.destroyed) { /* the event thread hangs: nothing ends well now */
+      fprintf(stderr, "destroy from a callback did not return\n");
+      abort();
+    }
+    CHECK_INT(k.destroyed, ==, ZKL_OK + 1);
+  }
+  CHECK_RC(zkl_mutex_unlock(busy2), ZKL_OK);
+  EMPTIED("busy");
+  EMPTIED("free");
+  WAIT_FOR(zkl_mutex_destroy(m) == ZKL_OK, 5000);
+  CHECK_RC(zkl_mutex_destroy(busy2), ZKL_OK);
+  zkl_client_destroy(c);
+  zkl_client_destroy(c2);
+}
+
 /* Free lock: granted, on the client's thread; released from this one. */
 static void test_granted_released_elsewhere(void) {
   zkl_client_t *c = client(10000);
@@ -736,6 +795,7 @@ int main(void) {
   admin_open();
   RUN(test_granted_released_elsewhere);
   RUN(test_release_async);
+  RUN(test_destroy_in_callback);
   RUN(test_queue_cancel_deadline);
   RUN(test_negative_deadline_passed);
   RUN(test_cancel_races);

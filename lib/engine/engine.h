@@ -69,8 +69,12 @@ struct zkl__queue {
   int closed;         /* acquires stop at once (under c->mu) */
   int users;          /* threads inside an acquire/release (under c->mu) */
   int cb_refs;        /* state events queued, not yet delivered */
-  int async;          /* async acquisitions pending or holds granted */
-  int async_refs;     /* zkl_hold_t objects alive (under c->mu) */
+  int async;          /* async acquisitions pending, holds granted, or
+                       * async releases not yet told (destroy: EBUSY) */
+  /* Things whose end is yet to write to the object (under c->mu): a
+   * zkl_hold_t alive, an election's run, a run its blocking caller gave
+   * up (run.c). zkl__queue_close waits for them. */
+  int async_refs;
   /* Delivers a state change to the recipe; runs on the event thread. */
   void (*notify)(zkl__queue_t *q, int state, uint64_t token);
 };

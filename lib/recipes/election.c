@@ -350,21 +350,6 @@ int zkl_election_token(const zkl_election_t *e, uint64_t *token) {
   return rc;
 }
 
-/* Waits until the runs of e's candidacies have ended and been settled:
- * campaign_done() writes to e. The event thread settles them; when it is
- * the caller (destroy from another object's callback) it does so here. */
-static void runs_settled(zkl_election_t *e) {
-  zkl_client_t *c = e->c;
-  pthread_mutex_lock(&c->mu);
-  while (e->q.async_refs > 0) {
-    if (c->ended && zkl__on_event_thread(c))
-      zkl__runs_settle(c);
-    else
-      pthread_cond_wait(&c->cv, &c->mu);
-  }
-  pthread_mutex_unlock(&c->mu);
-}
-
 int zkl_election_destroy(zkl_election_t *e) {
   int busy, rc;
   if (!e)
@@ -381,8 +366,7 @@ int zkl_election_destroy(zkl_election_t *e) {
   if (!zkl__handle_remove(e))
     return ZKL_EINVAL;
   stop_candidacy(e, 0, &rc);
-  runs_settled(e);
-  zkl__queue_close(&e->q);
+  zkl__recipe_close(&e->q); /* campaign_done() writes to e */
   pthread_cond_destroy(&e->cv);
   free(e);
   return ZKL_OK;

@@ -246,7 +246,7 @@ int zkl_mutex_destroy(zkl_mutex_t *m) {
     return ZKL_EINVAL;
   if (mine)
     release(m, mine, 0); /* a failed delete is deferred or moot: see header */
-  zkl__queue_close(&m->q);
+  zkl__recipe_close(&m->q);
   free(m);
   return ZKL_OK;
 }

@@ -1,7 +1,7 @@
 /* recipe.c: what every recipe's object shares above the engine: the
  * checks its create makes, the reading of a caller's deadline, and its
  * list of per-thread holds (a mutex's or read-write lock's reentrancy:
- * which thread holds, through which acquisition). */
+ * which thread holds, through which acquisition), and its close. */
 #include "config.h"
 
 #include <stddef.h>
@@ -51,4 +51,22 @@ void zkl__hold_unlink(zkl__acq_t **list, zkl__acq_t *a) {
       *list = a->hnext;
       return;
     }
+}
+
+/* An async run given up (a cancelled hold, a stopped candidacy) still
+ * ends, and the event thread settles it; its done function then writes to
+ * the object. A destroy called on that very thread (from a callback)
+ * settles them itself: waiting for the event thread there would be
+ * waiting for itself. */
+void zkl__recipe_close(zkl__queue_t *q) {
+  zkl_client_t *c = q->c;
+  pthread_mutex_lock(&c->mu);
+  while (q->async_refs > 0) {
+    if (c->ended && zkl__on_event_thread(c))
+      zkl__runs_settle(c);
+    else
+      pthread_cond_wait(&c->cv, &c->mu);
+  }
+  pthread_mutex_unlock(&c->mu);
+  zkl__queue_close(q);
 }

@@ -32,3 +32,7 @@ ZKL__HIDDEN int64_t zkl__deadline_in(int64_t deadline_ms);
 ZKL__HIDDEN zkl__acq_t *zkl__hold_find(zkl__acq_t *list, uint64_t tid);
 ZKL__HIDDEN int zkl__hold_others(const zkl__acq_t *list, uint64_t tid);
 ZKL__HIDDEN void zkl__hold_unlink(zkl__acq_t **list, zkl__acq_t *a);
+/* A recipe's destroy, once nothing of the object is in use: closes q
+ * (zkl__queue_close) after the async runs given up on it have ended and
+ * been settled. Caller holds no lock. */
+ZKL__HIDDEN void zkl__recipe_close(zkl__queue_t *q);

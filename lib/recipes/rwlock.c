@@ -333,7 +333,7 @@ int zkl_rwlock_destroy(zkl_rwlock_t *rw) {
     return ZKL_EINVAL;
   if (mine)
     release(rw, mine, 0);
-  zkl__queue_close(&rw->q);
+  zkl__recipe_close(&rw->q);
   free(rw);
   return ZKL_OK;
 }

@@ -157,7 +157,7 @@ int zkl_semaphore_destroy(zkl_semaphore_t *sem) {
     return ZKL_EBUSY;
   if (!zkl__handle_remove(sem))
     return ZKL_EINVAL;
-  zkl__queue_close(&sem->q);
+  zkl__recipe_close(&sem->q);
   free(sem);
   return ZKL_OK;
 }
