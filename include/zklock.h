@@ -1207,6 +1207,33 @@ ZKL_EXTERN int zkl_multilock_trylock(zkl_multilock_t *ml);
 ZKL_EXTERN int zkl_multilock_timedlock(zkl_multilock_t *ml,
                                        int64_t deadline_ms);
 
+/*
+ * The acquire of zkl_multilock_timedlock(), with no thread waiting for it
+ * (see "Asynchronous acquire": it runs on the client's own threads, and
+ * never blocks them). Returns ZKL_OK, and `fn` runs exactly once, on the
+ * client's callback thread, with `arg` and the outcome:
+ *   ZKL_OK         the set is held, as after zkl_multilock_lock(): any
+ *                  thread releases it with zkl_multilock_unlock(), also
+ *                  from inside fn;
+ *   ZKL_ETIMEDOUT  the deadline passed first;
+ *   ZKL_ECANCELED  zkl_multilock_cancel() ran meanwhile (one that comes
+ *                  after the set is held changes nothing: fn gets ZKL_OK);
+ *   ZKL_EREVOKED, ZKL_EAUTH, ...  as for the blocking call.
+ * Or it returns an error and fn never runs: ZKL_EINVAL (NULL ml or fn),
+ * ZKL_ENOMEM, ZKL_ECLOSED, ZKL_EFORKED, ZKL_EBUSY (this object holds or
+ * acquires already). deadline_ms follows TIME: ZKL_NO_DEADLINE waits for
+ * ever, one already past (0, or any negative value) makes a try. There is
+ * no ZKL_EDEADLK check: an asynchronous acquire belongs to no thread. On
+ * any outcome but ZKL_OK no node of ours is left in any queue. The object
+ * is busy from the call until fn starts: zkl_multilock_destroy() says
+ * ZKL_EBUSY meanwhile (cancel, then destroy it from fn or after).
+ */
+typedef void (*zkl_multilock_done_fn)(zkl_multilock_t *ml, int rc,
+                                      void *arg);
+ZKL_EXTERN int zkl_multilock_lock_async(zkl_multilock_t *ml,
+                                        int64_t deadline_ms,
+                                        zkl_multilock_done_fn fn, void *arg);
+
 /* Release the set (from any thread): every node of it that still exists
  * is deleted, whatever became of the others (one deleted by someone, a
  * refused guarded write), and the verdict is zkl_mutex_unlock()'s for
@@ -1215,7 +1242,8 @@ ZKL_EXTERN int zkl_multilock_timedlock(zkl_multilock_t *ml,
  * request). ZKL_ENOTOWNER: not held. */
 ZKL_EXTERN int zkl_multilock_unlock(zkl_multilock_t *ml);
 
-/* Wake a thread acquiring on this object: ZKL_ECANCELED, no node left. */
+/* Wake a thread acquiring on this object, or end its asynchronous
+ * acquire: ZKL_ECANCELED, no node left. */
 ZKL_EXTERN int zkl_multilock_cancel(zkl_multilock_t *ml);
 
 /* The set's zkl_lock_state_t (NONE when not held), its token, a check of
@@ -1227,8 +1255,8 @@ ZKL_EXTERN int zkl_multilock_token(const zkl_multilock_t *ml,
                                    uint64_t *token);
 ZKL_EXTERN int zkl_multilock_verify(zkl_multilock_t *ml);
 
-/* Free the object: ZKL_EBUSY, freeing nothing, while it holds or a thread
- * acquires; NULL is a no-op; a dead pointer gives ZKL_EINVAL. */
+/* Free the object: ZKL_EBUSY, freeing nothing, while it holds, a thread
+ * acquires, or an asynchronous acquire's fn has not started; NULL is a no-op; a dead pointer gives ZKL_EINVAL. */
 ZKL_EXTERN int zkl_multilock_destroy(zkl_multilock_t *ml);
 
 /* ------------------------------------------------------------------------ */

@@ -3,9 +3,10 @@
  * acquire.c, recover.c, run.c), a hold's end as a run of its own
  * (release.c) and what a hold writes and reads of its node (marks.c), the
  * queue object (queue.c), the join of k queues in one transaction, a
- * multi-lock's (join.c), guarded writes (guard.c), reading a queue
- * (inspect.c), and on top the client's event thread (loop.c). It calls zk/ and base/; recipes reach it
- * by name, it never reaches them. Included by internal.h only. */
+ * multi-lock's (join.c), and its acquire as one run (joinwait.c), guarded
+ * writes (guard.c), reading a queue (inspect.c), and on top the client's
+ * event thread (loop.c). It calls zk/ and base/; recipes reach it by
+ * name, it never reaches them. Included by internal.h only. */
 
 /* A path an acquisition watches, in the client's table of them (acq.c):
  * a watch event finds its acquisitions without walking them all. `idx`:
@@ -373,6 +374,9 @@ struct zkl__run {
   int nonode;
   int first; /* no look at the queue yet */
   int member; /* one node of a multi-lock's: never joins again alone */
+  /* A run with no node of its own (zkl__run_start_bare): what its steps
+   * work on, or NULL. */
+  void *owner;
 
   zkl__step_fn next; /* runs when nothing is in flight, not parked */
   /* Where a trouble path (recover.c) hands the run back, with ZKL_OK, a
@@ -449,14 +453,56 @@ ZKL__HIDDEN void zkl__step_agree(zkl__acq_t *a);
 /* acquire.c */
 ZKL__HIDDEN void zkl__step_top(zkl__acq_t *a);
 ZKL__HIDDEN void zkl__joined(zkl__acq_t *a);
+/* run.c */
+/* Under c->mu: a run that makes no node of its own, on q's client and
+ * halted by q's cancel (a kick), whose steps find `owner` in
+ * a->run->owner: first runs at once. It parks, sends and ends as any
+ * run; when it ends, the event thread frees it and calls done(NULL, rc,
+ * ctx). *out is its acquisition while it runs (for zkl__kick). */
+ZKL__HIDDEN int zkl__run_start_bare(zkl__queue_t *q, zkl__step_fn first,
+                                    void *owner, zkl__run_done_fn done,
+                                    void *ctx, zkl__acq_t **out);
 
-/* ---- join.c: one node in each of k queues, made all or none -------------- */
-/* The k queues a multi-lock joins as one, and what lasts from one of its
- * joins to the next. The caller owns it (a multi-lock embeds it), fills
- * c, n (1..ZKL_MULTILOCK_MAX), q (in the transaction's order), shared
- * and data, and keeps the queues and the data alive; gen and deep are
- * join.c's. */
+/* ---- join.c, joinwait.c: one node in each of k queues, held as one --------
+ * A multi-lock's acquire is one run of the machine with no node of its
+ * own (run.c zkl__run_start_bare), the conductor: join.c's steps make a
+ * node in each of k queues in one transaction and, once each node's own
+ * run (a member, zkl__queue_start_member) has granted, check that the k
+ * holds stand together; joinwait.c's start the members, look behind the
+ * ones held while others wait (giving way), pause after giving way, and
+ * start over. Every step runs under c->mu and never waits: answers,
+ * member runs' ends, the event thread's timers (zkl__park with a time)
+ * and kicks (a cancel, the connection) move it on. */
+
+/* What one transaction made: the nodes paths[0..n) on session s, created
+ * at czxid, and each queue's listing sent right behind them (ls[i]:
+ * zkl__queue_start_member takes it over). The rest is join.c's. */
 typedef struct {
+  zkl__session_t *s; /* a reference, dropped by zkl__join_txn_free */
+  char *paths[ZKL_MULTILOCK_MAX];
+  zkl__call_t ls[ZKL_MULTILOCK_MAX];
+  int64_t czxid;
+  zkl_client_t *c;
+  size_t n;
+  char guid[ZKL__GUID_LEN + 1];
+  zoo_op_t ops[ZKL_MULTILOCK_MAX];
+  zoo_op_result_t res[ZKL_MULTILOCK_MAX];
+  zkl__call_t mk[ZKL_MULTILOCK_MAX], tx, st; /* directories, multi, read */
+  zkl__call_t *up; /* the parents' creates (j->deep) */
+  size_t nup, levels;
+} zkl__join_txn_t;
+
+/* Nodes behind a held member read to tell a contender from a planted node
+ * (ephemeral or not), at most, per look (joinwait.c). */
+#define ZKL__YIELD_READS 4
+
+/* The k queues a multi-lock joins as one, and its acquire. The caller
+ * owns it (a multi-lock embeds it), fills c, n (1..ZKL_MULTILOCK_MAX), q
+ * (in the transaction's order), shared and data, and keeps the queues and
+ * the data alive; the rest is the engine's, under c->mu. */
+typedef struct zkl__join zkl__join_t;
+typedef void (*zkl__join_done_fn)(zkl__join_t *j, int rc, void *ctx);
+struct zkl__join {
   zkl_client_t *c;
   size_t n;
   zkl__queue_t *q[ZKL_MULTILOCK_MAX];
@@ -465,28 +511,34 @@ typedef struct {
   size_t len;
   uint64_t gen[ZKL_MULTILOCK_MAX]; /* q[i]'s cancel_gen at zkl__join_begin */
   int deep; /* a parent was missing: make all of them from the top */
-} zkl__join_t;
-/* What one transaction made, on the caller's stack: the nodes paths[0..n)
- * on session s, created at czxid, and each queue's listing sent right
- * behind them (ls[i]: zkl__queue_start_member takes it over). The nodes
- * are the caller's, to run and to delete; it frees the rest with
- * zkl__join_txn_free once done with the nodes (their runs ended). */
-typedef struct {
-  zkl__session_t *s; /* a reference, dropped by zkl__join_txn_free */
-  char *paths[ZKL_MULTILOCK_MAX];
-  zkl__call_t ls[ZKL_MULTILOCK_MAX];
-  int64_t czxid;
-  /* join.c's own, from here on */
-  zkl_client_t *c;
-  size_t n;
-  char guid[ZKL__GUID_LEN + 1];
-  zoo_op_t ops[ZKL_MULTILOCK_MAX];
-  zoo_op_result_t res[ZKL_MULTILOCK_MAX];
-  zkl__call_t mk[ZKL_MULTILOCK_MAX], tx, st; /* directories, multi, read */
-  zkl__call_t **w, *up; /* the requests waited for; the parents' creates */
-  size_t nw, nup, levels;
-  pthread_cond_t cv;
-} zkl__join_txn_t;
+  /* The members: each node's run, then its hold (NULL: none), and the
+   * run's outcome (1 while it runs). Granted, a[] are the set's holds. */
+  zkl__acq_t *a[ZKL_MULTILOCK_MAX];
+  int rc[ZKL_MULTILOCK_MAX];
+  int64_t token; /* the nodes' creation zxid, once held */
+  /* the acquire under way */
+  zkl__acq_t *run;   /* the conductor, until it ends (NULL: none) */
+  zkl__join_done_fn done;
+  void *ctx;
+  int mode;
+  int64_t deadline;  /* as given (-1: none): the connection's wait */
+  int64_t until;     /* a timed acquire's deadline, else -1 */
+  int running;       /* member runs not ended yet */
+  int failed;        /* the first member's failure, or 0 */
+  int tries;         /* times it started over (ZKL__AGAIN) */
+  unsigned yields;   /* times it gave way */
+  int64_t look;      /* held in part: when to look behind (0: not) */
+  int64_t pause;     /* gave way: when to join again */
+  int end;           /* the attempt's outcome, while members are released */
+  void (*then)(zkl__acq_t *a, int rc); /* join.c hands the run back */
+  zkl__join_txn_t t;
+  /* the look behind held members, the check of the grants and the
+   * deletes of an attempt that failed, one at a time */
+  zkl__call_t aux[ZKL_MULTILOCK_MAX];
+  zkl__call_t rd[ZKL__YIELD_READS];
+  size_t nl, held[ZKL_MULTILOCK_MAX];
+  int nr;
+};
 /* Under c->mu, as an acquire begins: from now on a cancel of any of the
  * queues halts it. */
 ZKL__HIDDEN void zkl__join_begin(zkl__join_t *j);
@@ -494,24 +546,35 @@ ZKL__HIDDEN void zkl__join_begin(zkl__join_t *j);
  * credentials refused, a queue cancelled or closed, the deadline passed;
  * -1: no deadline), or ZKL_OK. */
 ZKL__HIDDEN int zkl__join_halted(const zkl__join_t *j, int64_t deadline);
-/* Caller holds no lock. One transaction makes a node in every queue, the
- * parents first if need be, with each queue's listing behind it, and
- * reads one node for their zxid; after a lost answer it waits for the
- * connection (until deadline; -1: none). ZKL_OK: *t holds what it made.
- * Otherwise *t holds nothing: ZKL__AGAIN (none of the nodes stands, or
- * whichever may is being deleted: join again), or why not (ZKL_ETIMEDOUT,
- * ZKL_ECLOSED, ZKL_ENOMEM, a ZooKeeper code...). */
-ZKL__HIDDEN int zkl__join_enqueue(zkl__join_t *j, zkl__join_txn_t *t,
-                                  int64_t deadline);
-/* Takes c->mu: frees what zkl__join_enqueue made, but not the nodes. */
+/* join.c, steps of the conductor a (a->run->owner is j), under c->mu.
+ * zkl__join_send: one transaction makes a node in every queue, the
+ * parents first if need be, with each queue's listing behind it, then one
+ * node is read for their zxid; after a lost answer it waits for the
+ * connection (until j->deadline). then(a, ZKL_OK): j->t holds what it
+ * made. Otherwise j->t holds nothing: ZKL__AGAIN (none of the nodes
+ * stands, or whichever may is being deleted: join again), or why not
+ * (ZKL_ETIMEDOUT, ZKL_ECLOSED, ZKL_ENOMEM, a ZooKeeper code...). */
+ZKL__HIDDEN void zkl__join_send(zkl__acq_t *a,
+                                void (*then)(zkl__acq_t *a, int rc));
+/* Frees what zkl__join_send made, but not the nodes; twice is harmless. */
 ZKL__HIDDEN void zkl__join_txn_free(zkl__join_txn_t *t);
-/* Under c->mu (dropped while it reads), once every node's run granted:
- * ZKL_OK if holds[0..n) (the runs' holds, in the nodes' order) all stand,
+/* Once every member granted: then(a, ZKL_OK) if j->a[0..n) all stand,
  * else ZKL__AGAIN (start over; a hold whose node it finds gone or not
  * ours is then LOST). A run granted at its first look holds as of the
  * listings sent with the transaction, as all the others do; one granted
  * before another that had to wait may have lost its node meanwhile,
  * before its watch was set: then every node is read again, in one round
  * trip. So the k holds never stand in part. */
-ZKL__HIDDEN int zkl__join_still_held(zkl__join_txn_t *t,
-                                     zkl__acq_t *const *holds);
+ZKL__HIDDEN void zkl__join_check(zkl__acq_t *a,
+                                 void (*then)(zkl__acq_t *a, int rc));
+/* joinwait.c, under c->mu: starts the acquire (mode, deadline as a
+ * queue's: ZKL__BLOCK...), after zkl__join_begin. ZKL_OK: done(j, rc,
+ * ctx) runs once, on the event thread under c->mu, when it ends; ZKL_OK
+ * there means j->a[] are the set's holds, and j->token their zxid. Any
+ * other outcome leaves no node of ours in any queue (deleted, or left to
+ * the deferred deletes while the connection is down). Else why not, and
+ * done never runs. */
+ZKL__HIDDEN int zkl__join_acquire(zkl__join_t *j, int mode, int64_t deadline,
+                                  zkl__join_done_fn done, void *ctx);
+/* Under c->mu: something the acquire may wait for changed (a cancel). */
+ZKL__HIDDEN void zkl__join_kick(zkl__join_t *j);

@@ -1,6 +1,6 @@
 /* join.c: one node in each of k queues, made all or none: the join of a
- * multi-lock (multilock.c), which then runs each node as a member of its
- * queue (queue.c, zkl__queue_start_member).
+ * multi-lock, as steps of its conductor's run (joinwait.c starts it, then
+ * runs each node as a member of its queue, zkl__queue_start_member).
  *
  * One transaction (zoo_amulti) creates the k nodes, named with one guid
  * that ends in ZKL__ML_TAG, and a listing of each queue follows it in the
@@ -11,12 +11,12 @@
  * exists would fail the whole transaction. When the answer is lost, the
  * nodes stand all or none, and whichever stand are deleted, found by the
  * guid once connected (deferred.c): the caller joins again, with a new
- * guid. Once every node's run granted, zkl__join_still_held tells whether
- * the k holds stand together.
+ * guid. Once every node's run granted, zkl__join_check tells whether the
+ * k holds stand together.
  *
- * It runs on the thread that acquires. zkl__join_enqueue and
- * zkl__join_txn_free take c->mu themselves; the others run under it, and
- * zkl__join_still_held drops it while it reads. */
+ * Every step runs under c->mu and never waits (engine.h: struct
+ * zkl__run): it sends and names the step that takes the answers, or
+ * parks, and hands the run back through j->then when it is done. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -54,15 +54,13 @@ static int tagged_guid(char guid[ZKL__GUID_LEN + 1]) {
   return rc;
 }
 
-/* Room for every request waited for: per queue at most a create of its
- * directory and a listing, the transaction, and with j->deep the creates
- * of the parents, at most one per '/' of each directory (t->up). */
-static int alloc_waits(const zkl__join_t *j, zkl__join_txn_t *t) {
+/* Room for the creates of the parents, with j->deep: at most one per
+ * '/' of each directory (t->levels). */
+static int alloc_up(const zkl__join_t *j, zkl__join_txn_t *t) {
   size_t i;
   for (i = 0; j->deep && i < j->n; i++)
     t->levels += strlen(j->q[i]->dir) / 2 + 1;
-  if (!(t->w = calloc(2 * j->n + 1 + t->levels, sizeof *t->w)) ||
-      (t->levels && !(t->up = calloc(t->levels, sizeof *t->up))))
+  if (t->levels && !(t->up = calloc(t->levels, sizeof *t->up)))
     return ZKL_ENOMEM;
   return ZKL_OK;
 }
@@ -109,9 +107,9 @@ static int make_ops(const zkl__join_t *j, zkl__join_txn_t *t, char **data) {
 
 /* The parents of a queue's directory, made when a transaction found one
  * missing (first use of a root): every component from the top, in order
- * on the session, whatever each answers (the transaction tells). Not
- * waited for one by one: the transaction waits behind them. */
-static size_t make_parents(zkl__session_t *s, const char *dir,
+ * on the session, whatever each answers (the transaction tells). Their
+ * answers move the run on with the transaction's. */
+static size_t make_parents(zkl__acq_t *a, zkl__session_t *s, const char *dir,
                            zkl__call_t *calls) {
   char *p = zkl__strdup(dir), *slash;
   size_t n = 0;
@@ -119,113 +117,77 @@ static size_t make_parents(zkl__session_t *s, const char *dir,
     return 0;
   for (slash = strchr(p + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
     *slash = '\0';
-    zkl__create(&calls[n++], s, p, NULL, -1, ZOO_CONTAINER);
+    zkl__prep(a, &calls[n]);
+    zkl__sent(a, &calls[n], zkl__create(&calls[n], s, p, NULL, -1,
+                                        ZOO_CONTAINER));
+    n++;
     *slash = '/';
   }
   free(p);
   return n;
 }
 
-/* make_parents() for every queue, each create waited for (t->w). */
-static void send_parents(const zkl__join_t *j, zkl__join_txn_t *t) {
-  size_t i, k;
-  pthread_mutex_lock(&j->c->mu);
-  for (k = 0; k < t->levels; k++)
-    zkl__call_init(&t->up[k], j->c, &t->cv);
-  pthread_mutex_unlock(&j->c->mu);
+/* Sends, in this order on the client's session: the parents' creates
+ * (j->deep), the directories not known to exist, the transaction, and a
+ * listing of each queue. */
+static void send_all(zkl__acq_t *a, const zkl__join_t *j, zkl__join_txn_t *t) {
+  zkl_client_t *c = j->c;
+  size_t i;
+  t->s = zkl__session_get(c);
+  /* parents first: a create of one that exists would fail the whole
+   * transaction, and the C client cannot put a container in one */
+  for (i = 0; t->levels && i < j->n; i++)
+    t->nup += make_parents(a, t->s, j->q[i]->dir, t->up + t->nup);
+  for (i = 0; i < j->n; i++)
+    if (!j->q[i]->dir_seen) {
+      zkl__prep(a, &t->mk[i]);
+      zkl__sent(a, &t->mk[i],
+                zkl__create_dir(&t->mk[i], t->s, j->q[i]->dir, NULL, -1,
+                                (j->q[i]->flags & ZKL__Q_KEEP_DIR) != 0));
+    }
+  zkl__prep(a, &t->tx);
+  zkl__sent(a, &t->tx, zkl__multi(&t->tx, t->s, (int)j->n, t->ops, t->res));
   for (i = 0; i < j->n; i++) {
-    size_t made = make_parents(t->s, j->q[i]->dir, t->up + t->nup);
-    for (k = 0; k < made; k++)
-      t->w[t->nw++] = &t->up[t->nup + k];
-    t->nup += made;
+    zkl__prep(a, &t->ls[i]);
+    zkl__sent(a, &t->ls[i], zkl__children(&t->ls[i], t->s, j->q[i]->dir));
   }
 }
 
-/* Sends, in this order on the client's session: the parents' creates
- * (j->deep), the directories not known to exist, the transaction, and a
- * listing of each queue. Caller holds no lock. */
-static void send_all(const zkl__join_t *j, zkl__join_txn_t *t) {
-  zkl_client_t *c = j->c;
-  size_t i;
-  pthread_mutex_lock(&c->mu);
-  t->s = zkl__session_get(c);
-  for (i = 0; i < j->n; i++) {
-    zkl__call_init(&t->mk[i], c, &t->cv);
-    zkl__call_init(&t->ls[i], c, &t->cv);
-  }
-  zkl__call_init(&t->tx, c, &t->cv);
-  pthread_mutex_unlock(&c->mu);
-  /* parents first: a create of one that exists would fail the whole
-   * transaction, and the C client cannot put a container in one */
-  if (t->levels)
-    send_parents(j, t);
-  for (i = 0; i < j->n; i++)
-    if (!j->q[i]->dir_seen) {
-      zkl__create_dir(&t->mk[i], t->s, j->q[i]->dir, NULL, -1,
-                      (j->q[i]->flags & ZKL__Q_KEEP_DIR) != 0);
-      t->w[t->nw++] = &t->mk[i];
-    }
-  zkl__multi(&t->tx, t->s, (int)j->n, t->ops, t->res);
-  t->w[t->nw++] = &t->tx;
-  for (i = 0; i < j->n; i++) {
-    zkl__children(&t->ls[i], t->s, j->q[i]->dir);
-    t->w[t->nw++] = &t->ls[i];
-  }
-}
+static zkl__join_t *join_of(const zkl__acq_t *a) { return a->run->owner; }
 
 /* ---- its answers --------------------------------------------------------- */
 
-/* The transaction made the nodes: the creation zxid they share, from one
- * read (under c->mu, dropped while asking). */
-static int read_czxid(zkl__join_txn_t *t) {
-  zkl_client_t *c = t->c;
-  zkl__call_t *ptrs[1] = {&t->st};
-  int rc;
-  zkl__call_init(&t->st, c, &t->cv);
-  pthread_mutex_unlock(&c->mu);
-  zkl__exists(&t->st, t->s, t->paths[0]);
-  pthread_mutex_lock(&c->mu);
-  zkl__call_wait(ptrs, 1);
-  rc = t->st.rc;
-  if (rc == ZOK && t->st.stat.ephemeralOwner != t->s->id)
-    rc = ZNONODE; /* not ours: someone replaced it at once */
-  t->czxid = t->st.stat.czxid;
-  return rc;
+static void step_czxid(zkl__acq_t *a);
+static void step_usable(zkl__acq_t *a);
+
+/* The join is over: then() takes the run back, with ZKL_OK and j->t, or
+ * why not and nothing. */
+static void hand_back(zkl__acq_t *a, int rc) {
+  zkl__join_t *j = join_of(a);
+  if (rc != ZKL_OK)
+    zkl__join_txn_free(&j->t);
+  j->then(a, rc);
 }
 
-/* Waits (under c->mu) for everything send_all() sent and notes the
- * directories made (q->dir_made). The transaction's code, or once it went
- * through, that of the read for the zxid. */
-static int answers(const zkl__join_t *j, zkl__join_txn_t *t) {
-  size_t i;
-  zkl__call_wait(t->w, (int)t->nw);
-  for (i = 0; i < t->nup; i++)
-    zkl__call_free(&t->up[i]); /* the parents' creates: only their paths */
-  free(t->up);
-  free(t->w);
-  t->up = NULL;
-  t->w = NULL;
-  for (i = 0; i < j->n; i++)
-    if (t->mk[i].done && t->mk[i].rc == ZOK)
-      j->q[i]->dir_made = t->mk[i].stat.czxid;
-  return t->tx.rc == ZOK ? read_czxid(t) : t->tx.rc;
-}
-
-/* What the answers' code rc means (under c->mu): ZKL_OK, the directories
- * known to exist from now on; ZKL__AGAIN, join again (whatever may stand
- * is deleted, and the parents made first if one was reaped); or why not. */
-static int settle(zkl__join_t *j, zkl__join_txn_t *t, int rc,
-                  int64_t deadline) {
+/* What the answers' code rc means: ZKL_OK, the directories known to exist
+ * from now on; ZKL__AGAIN, join again (whatever may stand is deleted, and
+ * the parents made first if one was reaped), once the connection is up
+ * if it was lost; or why not. */
+static void settle(zkl__acq_t *a, int rc) {
+  zkl__join_t *j = join_of(a);
+  zkl__join_txn_t *t = &j->t;
   int reaped = rc == ZNONODE && t->tx.rc == ZNONODE;
   size_t i;
   if (rc == ZOK) {
     for (i = 0; i < j->n; i++)
       j->q[i]->dir_seen = 1;
     j->deep = 0;
-    return ZKL_OK;
   }
-  if (!zkl__is_conn_error(rc) && rc != ZNONODE && rc != ZSESSIONEXPIRED)
-    return rc;
+  if (rc == ZOK ||
+      (!zkl__is_conn_error(rc) && rc != ZNONODE && rc != ZSESSIONEXPIRED)) {
+    hand_back(a, rc);
+    return;
+  }
   /* Made or not, all or none: whatever stands goes, found by the guid
    * once connected (nothing if the session is over). */
   for (i = 0; i < j->n; i++) {
@@ -238,84 +200,136 @@ static int settle(zkl__join_t *j, zkl__join_txn_t *t, int rc,
     j->deep = 1; /* from the top, if the root is missing */
   /* once connected again; at once if the connection is up (a lost
    * answer on a link that came back, or a read that failed alone) */
-  if (rc != ZNONODE &&
-      (rc = zkl__wait_usable(j->c, NULL, 0, deadline)) == ZKL_OK)
-    rc = ZKL__AGAIN;
   if (rc == ZNONODE)
-    rc = ZKL__AGAIN;
-  return rc;
+    hand_back(a, ZKL__AGAIN);
+  else
+    a->run->next = step_usable;
 }
 
-int zkl__join_enqueue(zkl__join_t *j, zkl__join_txn_t *t, int64_t deadline) {
+/* Waits for a usable connection (until j->deadline), then joins again. */
+static void step_usable(zkl__acq_t *a) {
+  zkl__join_t *j = join_of(a);
+  int rc = ZKL__AGAIN;
+  if (j->c->state != ZKL_CLIENT_CONNECTED &&
+      (rc = zkl__join_halted(j, j->deadline)) == ZKL_OK) {
+    zkl__park(a, step_usable, j->deadline); /* a session event kicks it */
+    return;
+  }
+  hand_back(a, rc);
+}
+
+/* Everything send_all() sent is answered: notes the directories made
+ * (q->dir_made) and, once the transaction went through, reads one node
+ * for the zxid. */
+static void step_answered(zkl__acq_t *a) {
+  zkl__join_t *j = join_of(a);
+  zkl__join_txn_t *t = &j->t;
+  size_t i;
+  for (i = 0; i < t->nup; i++)
+    zkl__call_free(&t->up[i]); /* the parents' creates: only their paths */
+  free(t->up);
+  t->up = NULL;
+  t->nup = 0;
+  for (i = 0; i < j->n; i++)
+    if (t->mk[i].done && t->mk[i].rc == ZOK)
+      j->q[i]->dir_made = t->mk[i].stat.czxid;
+  if (t->tx.rc != ZOK) {
+    settle(a, t->tx.rc);
+    return;
+  }
+  zkl__prep(a, &t->st);
+  zkl__sent(a, &t->st, zkl__exists(&t->st, t->s, t->paths[0]));
+  a->run->next = step_czxid;
+}
+
+/* The creation zxid the nodes share. */
+static void step_czxid(zkl__acq_t *a) {
+  zkl__join_txn_t *t = &join_of(a)->t;
+  int rc = t->st.rc;
+  if (rc == ZOK && t->st.stat.ephemeralOwner != t->s->id)
+    rc = ZNONODE; /* not ours: someone replaced it at once */
+  t->czxid = t->st.stat.czxid;
+  settle(a, rc);
+}
+
+void zkl__join_send(zkl__acq_t *a, void (*then)(zkl__acq_t *a, int rc)) {
+  zkl__join_t *j = join_of(a);
+  zkl__join_txn_t *t = &j->t;
   char *data = NULL;
   int rc;
   memset(t, 0, sizeof *t);
   t->c = j->c;
   t->n = j->n;
-  if (zkl__cond_init(&t->cv) != ZKL_OK)
-    return ZKL_ESYSTEM;
-  if ((rc = alloc_waits(j, t)) == ZKL_OK &&
+  j->then = then;
+  if ((rc = alloc_up(j, t)) == ZKL_OK &&
       (rc = make_ops(j, t, &data)) == ZKL_OK) {
-    send_all(j, t);
+    send_all(a, j, t);
     free_ops(t, j->n, data); /* the C client copied them */
-    pthread_mutex_lock(&j->c->mu);
-    rc = settle(j, t, answers(j, t), deadline);
-    pthread_mutex_unlock(&j->c->mu);
+    a->run->next = step_answered;
+    return;
   }
-  if (rc != ZKL_OK)
-    zkl__join_txn_free(t);
-  return rc;
+  hand_back(a, rc);
 }
 
 void zkl__join_txn_free(zkl__join_txn_t *t) {
   size_t i;
   for (i = 0; i < t->n; i++) {
     free(t->paths[i]);
+    t->paths[i] = NULL;
     zkl__call_free(&t->mk[i]);
     zkl__call_free(&t->ls[i]);
   }
   zkl__call_free(&t->tx);
   zkl__call_free(&t->st);
+  for (i = 0; i < t->nup; i++)
+    zkl__call_free(&t->up[i]);
   free(t->up);
-  free(t->w);
-  pthread_mutex_lock(&t->c->mu);
-  zkl__session_put(t->c, t->s);
-  pthread_mutex_unlock(&t->c->mu);
-  pthread_cond_destroy(&t->cv);
+  t->up = NULL;
+  t->nup = 0;
+  if (t->s)
+    zkl__session_put(t->c, t->s);
+  t->s = NULL;
 }
 
 /* ---- after the grants ---------------------------------------------------- */
 
-int zkl__join_still_held(zkl__join_txn_t *t, zkl__acq_t *const *holds) {
-  zkl_client_t *c = t->c;
-  zkl__call_t st[ZKL_MULTILOCK_MAX], *w[ZKL_MULTILOCK_MAX];
+static void step_checked(zkl__acq_t *a) {
+  zkl__join_t *j = join_of(a);
+  zkl__join_txn_t *t = &j->t;
+  size_t i;
+  int rc = ZKL_OK;
+  for (i = 0; i < j->n; i++) {
+    zkl__call_t *st = &j->aux[i];
+    if (!(st->rc == ZOK && zkl__owns_on(j->a[i], t->s, &st->stat))) {
+      if (st->rc == ZOK || st->rc == ZNONODE)
+        zkl__lose(j->c, j->a[i],
+                  "deleted by someone else while the set waited");
+      rc = ZKL__AGAIN; /* or the connection's trouble: start over */
+    }
+    zkl__call_free(st);
+  }
+  j->then(a, rc);
+}
+
+void zkl__join_check(zkl__acq_t *a, void (*then)(zkl__acq_t *a, int rc)) {
+  zkl__join_t *j = join_of(a);
+  zkl__join_txn_t *t = &j->t;
   size_t i;
   int waited = 0, rc = ZKL_OK;
-  for (i = 0; i < t->n; i++) {
-    const zkl__acq_t *a = holds[i];
-    if (atomic_load(&a->state) == ZKL_STATE_LOST || a->tainted || !a->sess)
+  j->then = then;
+  for (i = 0; i < j->n; i++) {
+    const zkl__acq_t *h = j->a[i];
+    if (atomic_load(&h->state) == ZKL_STATE_LOST || h->tainted || !h->sess)
       rc = ZKL__AGAIN;
-    waited |= a->waited;
+    waited |= h->waited;
   }
-  if (rc != ZKL_OK || !waited || t->n < 2)
-    return rc;
-  for (i = 0; i < t->n; i++) {
-    zkl__call_init(&st[i], c, &t->cv);
-    w[i] = &st[i];
+  if (rc != ZKL_OK || !waited || j->n < 2) {
+    then(a, rc);
+    return;
   }
-  t->s->refs++;
-  pthread_mutex_unlock(&c->mu);
-  for (i = 0; i < t->n; i++)
-    zkl__exists(&st[i], t->s, t->paths[i]);
-  pthread_mutex_lock(&c->mu);
-  zkl__call_wait(w, (int)t->n);
-  for (i = 0; i < t->n; i++) {
-    if (st[i].rc == ZOK && zkl__owns_on(holds[i], t->s, &st[i].stat))
-      continue;
-    if (st[i].rc == ZOK || st[i].rc == ZNONODE)
-      zkl__lose(c, holds[i], "deleted by someone else while the set waited");
-    rc = ZKL__AGAIN; /* or the connection's trouble: start over */
+  for (i = 0; i < j->n; i++) {
+    zkl__prep(a, &j->aux[i]);
+    zkl__sent(a, &j->aux[i], zkl__exists(&j->aux[i], t->s, t->paths[i]));
   }
-  zkl__session_put(c, t->s);
-  return rc;
+  a->run->next = step_checked;
 }

@@ -4,6 +4,9 @@
  * blocking call). zkl__queue_start starts one with a done() that the event
  * thread calls when it ends (async holds, multi-lock members); the event
  * thread also wakes parked runs whose time came (zkl__runs_timers).
+ * zkl__run_start_bare starts a run that makes no node of its own: the
+ * conductor of a multi-lock's acquire (joinwait.c), whose steps drive k
+ * member runs.
  * settle() turns the end into a hold, or frees the acquisition with its
  * node deleted. The steps themselves are in acquire.c and recover.c, made
  * of step.c's parts. */
@@ -39,6 +42,13 @@ static int settle(zkl__acq_t *a, int wait) {
   zkl__run_t *r = a->run;
   int rc = r->outcome, relay_due = q->limit && (r->waited || r->behind);
   int member = r->member;
+  if (r->owner) {
+    /* a bare run's acquisition only carried it: nothing to hold */
+    a->run = NULL;
+    run_free(r);
+    zkl__acq_free(c, a);
+    return rc;
+  }
   if (rc == ZKL_OK && r->abandoned)
     rc = ZKL_ECANCELED; /* granted as it was given up: nobody is told */
   if (member)
@@ -143,6 +153,20 @@ int zkl__queue_start_member(zkl__queue_t *q, int mode, int shared,
   return ZKL_OK;
 }
 
+int zkl__run_start_bare(zkl__queue_t *q, zkl__step_fn first, void *owner,
+                        zkl__run_done_fn done, void *ctx, zkl__acq_t **out) {
+  int rc = ZKL_OK;
+  zkl__acq_t *a = run_new(q, ZKL__BLOCK, 0, -1, done, ctx, &rc);
+  if (!a)
+    return rc;
+  a->run->owner = owner;
+  a->run->next = first;
+  zkl__acq_link(q->c, a);
+  *out = a;
+  zkl__advance(a);
+  return ZKL_OK;
+}
+
 void zkl__queue_abandon(zkl__acq_t *a) {
   if (!a->run)
     return;
@@ -172,10 +196,10 @@ void zkl__runs_settle(zkl_client_t *c) {
     zkl__acq_t *a = c->ended;
     zkl__run_done_fn fn = a->run->done_fn;
     void *ctx = a->run->done_ctx;
-    int rc, member = a->run->member;
+    int rc, member = a->run->member, bare = a->run->owner != NULL;
     c->ended = a->run->ended_next;
     rc = settle(a, 0);
-    fn(rc == ZKL_OK || member ? a : NULL, rc, ctx);
+    fn((rc == ZKL_OK || member) && !bare ? a : NULL, rc, ctx);
   }
 }
 

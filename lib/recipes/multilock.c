@@ -1,54 +1,29 @@
 /* multilock.c: several locks held as one, with no deadlock.
  *
- * The engine's join of k queues (join.c) makes a node in every member's
- * queue in one transaction, all with one creation zxid, and lists the
- * queues in the same round trip. Every node is then a run of the queue
- * engine (run.c) as a member: it waits in its own queue under its own
- * policy, and the set holds when every run has granted. A waiter only
- * waits for older nodes, and the nodes of one acquisition are all exactly
- * as old, so no wait cycle can form (model: waits point from a larger
- * zxid to a strictly smaller one).
+ * The object: its members (each a queue of its own, named as a mutex's or
+ * a read-write lock's nodes), the set's state as its callback hears it,
+ * and what happens to the others when one member is lost while the set
+ * holds (drop_siblings). The acquire itself is the engine's join of k
+ * queues (join.c, joinwait.c): one run of the machine with no thread of
+ * its own. zkl_multilock_lock_async() starts it and posts the outcome as
+ * a notice; the blocking calls start the same run and wait for its end on
+ * ml->cv.
  *
  * Rules that keep it so: the nodes are created all or none; a member whose
- * node is gone with the session never joins again alone (its run ends
- * with ZKL__AGAIN, and the set starts over with a new transaction and a
- * new guid); any member's failure ends the others, and every node made is
- * deleted, at once or by the deferred deletes (found by the guid when the
- * transaction's answer was lost). */
+ * node is gone with the session never joins again alone; any member's
+ * failure ends the others, and every node made is deleted, at once or by
+ * the deferred deletes (found by the guid when the transaction's answer
+ * was lost). */
 #include "config.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "internal.h"
-
-/* How many times the set starts over (sessions expiring, parents reaped,
- * answers lost) before the acquire gives up with the last reason. */
-#define AGAIN_MAX 8
-
-/* A set holding some members while it waits for others looks behind the
- * members it holds: first after YIELD_FIRST_MS, then every YIELD_EVERY_MS
- * (each plus up to as much again at random), and it yields if someone
- * other than a multi-lock waits there. */
-#define YIELD_FIRST_MS 100
-#define YIELD_EVERY_MS 200
-/* Nodes behind a held member read to tell a contender from a planted
- * node (ephemeral or not), at most. */
-#define YIELD_READS 4
-/* A set that yielded waits BACKOFF_MS << yields (at most BACKOFF_MAX_MS),
- * plus up to as much again at random, before it enqueues again. */
-#define BACKOFF_MS 20
-#define BACKOFF_MAX_MS 1000
-
-/* A member run's end, internal: the set gave way (see wait_all). */
-#define YIELDED (-1998)
 
 struct member {
   zkl__queue_t q; /* first: notify() casts back */
   zkl_multilock_t *ml;
-  zkl__acq_t *a;  /* the run, then the hold (under c->mu) */
-  int rc;         /* the run's outcome, 1 while it runs (under c->mu) */
   int last;       /* the last state notified (callback thread) */
 };
 
@@ -60,16 +35,18 @@ struct zkl_multilock {
   size_t n;
   struct member *m; /* in the order of their paths */
   void *data;
-  zkl__join_t j;     /* the members' queues, in the same order */
-  pthread_cond_t cv; /* member runs ended */
+  zkl__join_t j; /* the members' queues, in the same order; their holds */
+  pthread_cond_t cv; /* the acquire ended (a blocking caller waits) */
   /* under c->mu */
-  int running;       /* member runs not ended yet */
-  int failed;        /* the first member's failure, or 0 */
-  int busy;          /* an acquire or release is under way */
-  int held;          /* the set holds */
-  int64_t token;
-  unsigned yields; /* times the acquire under way gave way */
-  int dropping;    /* deletes drop_siblings sent, not answered yet */
+  int busy;     /* an acquire or release is under way */
+  int held;     /* the set holds */
+  int dropping; /* deletes drop_siblings sent, not answered yet */
+  int ended;    /* the acquire under way ended, with `result` */
+  int result;
+  /* an async acquire's callback, and the notice that carries it */
+  zkl_multilock_done_fn afn;
+  void *aarg;
+  struct zkl__event *notice;
   /* the set's state as the callback last heard it, and for which hold */
   _Atomic uint64_t epoch;
   uint64_t told_epoch;
@@ -118,7 +95,7 @@ static void drop_siblings(zkl_multilock_t *ml, const struct member *lost) {
   zkl_client_t *c = ml->c;
   size_t i;
   for (i = 0; ml->held && i < ml->n; i++) {
-    zkl__acq_t *a = ml->m[i].a;
+    zkl__acq_t *a = ml->j.a[i];
     int st = a ? atomic_load(&a->state) : ZKL_STATE_NONE;
     size_t len;
     struct drop *d;
@@ -170,7 +147,7 @@ static void member_notify(zkl__queue_t *q, int state, uint64_t token) {
     return;
   ml->told = worst;
   ml->told_epoch = epoch;
-  ml->fn(ml, worst, (uint64_t)ml->token, ml->ctx);
+  ml->fn(ml, worst, (uint64_t)ml->j.token, ml->ctx);
 }
 
 /* Closes the first `opened` members' queues and frees ml. */
@@ -181,6 +158,7 @@ static void ml_free(zkl_multilock_t *ml, size_t opened) {
     zkl__queue_close(&ml->m[i].q);
   }
   pthread_cond_destroy(&ml->cv);
+  free(ml->notice);
   free(ml->data);
   free(ml->m);
   free(ml);
@@ -312,232 +290,59 @@ int zkl_multilock_create(zkl_multilock_t **out, zkl_client_t *c,
   return ZKL_OK;
 }
 
-/* ---- waiting in every queue ---------------------------------------------- */
+/* ---- the acquire ---------------------------------------------------------- */
 
-/* The set's acquire fails with rc: every member run still going is given
- * up (it ends soon, and member_done() counts it). Under c->mu. */
-static void fail(zkl_multilock_t *ml, int rc) {
-  size_t i;
-  ml->failed = rc;
-  for (i = 0; i < ml->n; i++)
-    if (ml->m[i].rc == 1)
-      zkl__queue_abandon(ml->m[i].a);
-}
-
-/* A member's run ended (event thread, under c->mu). The first failure
- * ends the others: a set never holds in part. */
-static void member_done(zkl__acq_t *a, int rc, void *ctx) {
-  struct member *me = ctx;
-  zkl_multilock_t *ml = me->ml;
-  me->a = a;
-  me->rc = rc;
-  ml->running--;
-  if (rc != ZKL_OK && !ml->failed)
-    fail(ml, rc);
-  pthread_cond_broadcast(&ml->cv);
-}
-
-/* A number from 0 to max - 1, not to be guessed alike by two processes. */
-static unsigned jitter(unsigned max) {
-  unsigned v = 0;
-  if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v)
-    v = (unsigned)zkl_now_ms() * 2654435761u;
-  return max ? v % max : 0;
-}
-
-/* Whether someone other than a multi-lock waits behind a member the set
- * holds (under c->mu, dropped while asking). Such a one may hold, or be
- * about to take, a lock the set waits for: a nested locker in one fixed
- * order, or a sequential multi-lock (Curator's) that holds its first lock
- * while it waits for its second. Kept, the set's held member would close
- * a wait cycle with it; given back, the cycle cannot form. Multi-locks
- * never hold while waiting for a lock held by a younger one, so they are
- * not waited for here: among themselves the sets keep their order. A node
- * behind must be ephemeral to count: a planted one never waits. */
-static int someone_behind(zkl_multilock_t *ml, zkl__join_txn_t *t) {
+/* An async acquire's outcome, on the callback thread: ml is free for the
+ * next call before fn runs (fn may unlock, lock again or destroy it). */
+static void deliver(void *arg) {
+  zkl_multilock_t *ml = arg;
   zkl_client_t *c = ml->c;
-  zkl__call_t ls[ZKL_MULTILOCK_MAX], rd[YIELD_READS];
-  zkl__call_t *w[ZKL_MULTILOCK_MAX > YIELD_READS ? ZKL_MULTILOCK_MAX
-                                                 : YIELD_READS];
-  size_t i, nl = 0, held[ZKL_MULTILOCK_MAX];
-  int k, nr = 0, found = 0;
-  if (t->s != c->sess || t->s->expired || c->state != ZKL_CLIENT_CONNECTED)
-    return 0; /* the members' runs hear of it, and end */
-  for (i = 0; i < ml->n; i++)
-    if (ml->m[i].rc == ZKL_OK) {
-      zkl__call_init(&ls[nl], c, &ml->cv);
-      w[nl] = &ls[nl];
-      held[nl++] = i;
-    }
-  t->s->refs++;
-  pthread_mutex_unlock(&c->mu);
-  for (i = 0; i < nl; i++)
-    zkl__children(&ls[i], t->s, ml->m[held[i]].q.dir);
-  pthread_mutex_lock(&c->mu);
-  zkl__call_wait(w, (int)nl);
-  for (i = 0; i < nl && nr < YIELD_READS; i++) {
-    struct member *me = &ml->m[held[i]];
-    const char *ours = strrchr(t->paths[held[i]], '/') + 1;
-    zkl__entry_t *e = NULL;
-    int n = ls[i].rc == ZOK ? zkl__contenders(ls[i].kids.data,
-                                             ls[i].kids.count, &e)
-                            : 0;
-    int j, m = -1;
-    for (j = 0; j < n; j++)
-      if (strcmp(e[j].name, ours) == 0)
-        m = j;
-    for (j = 0; m >= 0 && j < n && nr < YIELD_READS; j++) {
-      if (j == m || !zkl__seq_before(e[m].seq, e[j].seq) ||
-          strstr(e[j].name, ZKL__ML_TAG) ||
-          (ml->j.shared[held[i]] && !(e[j].kind & ZKL__KIND_EXCL)))
-        continue;
-      char *path = zkl__child(me->q.dir, e[j].name);
-      if (!path)
-        continue;
-      zkl__call_init(&rd[nr], c, &ml->cv);
-      w[nr] = &rd[nr];
-      pthread_mutex_unlock(&c->mu);
-      zkl__exists(&rd[nr], t->s, path);
-      pthread_mutex_lock(&c->mu);
-      nr++;
-      free(path);
-    }
-    free(e);
-  }
-  zkl__call_wait(w, nr);
-  for (k = 0; k < nr; k++) {
-    found |= rd[k].rc == ZOK && rd[k].stat.ephemeralOwner != 0;
-    zkl__call_free(&rd[k]);
-  }
-  for (i = 0; i < nl; i++)
-    zkl__call_free(&ls[i]);
-  zkl__session_put(c, t->s);
-  return found;
-}
-
-/* Waits (under c->mu) for every member run to end; the first failure,
- * or ZKL_OK. While the set holds some members and waits for others, it
- * looks behind those it holds (YIELD_FIRST_MS says when) and gives way
- * (YIELDED) when someone_behind() says so. */
-static int wait_members(zkl_multilock_t *ml, zkl__join_txn_t *t) {
-  zkl_client_t *c = ml->c;
-  int64_t look = 0;
-  while (ml->running > 0) {
-    size_t held = 0, i;
-    struct timespec ts;
-    for (i = 0; i < ml->n; i++)
-      held += ml->m[i].rc == ZKL_OK;
-    if (!held || ml->failed) {
-      look = 0;
-      pthread_cond_wait(&ml->cv, &c->mu);
-      continue;
-    }
-    if (!look) /* held in part from now on */
-      look = zkl_now_ms() + YIELD_FIRST_MS + jitter(YIELD_FIRST_MS);
-    if (zkl_now_ms() < look) {
-      zkl__deadline_ts(look, &ts);
-      pthread_cond_timedwait(&ml->cv, &c->mu, &ts);
-      continue;
-    }
-    look = zkl_now_ms() + YIELD_EVERY_MS + jitter(YIELD_EVERY_MS);
-    if (someone_behind(ml, t) && !ml->failed && ml->running > 0)
-      fail(ml, YIELDED);
-  }
-  return ml->failed;
-}
-
-/* Starts a member run on every node the transaction made, and waits for
- * all to end. ZKL_OK: every member holds (zkl__join_still_held). While it
- * holds some and waits for others, it gives way (YIELDED) to anyone else
- * who waits behind one it holds (someone_behind). */
-static int wait_all(zkl_multilock_t *ml, zkl__join_txn_t *t, int mode,
-                    int64_t deadline) {
-  zkl_client_t *c = ml->c;
-  zkl__acq_t *holds[ZKL_MULTILOCK_MAX];
-  size_t i;
+  zkl_multilock_done_fn fn;
+  void *fn_arg;
   int rc;
   pthread_mutex_lock(&c->mu);
-  ml->failed = 0;
-  ml->running = 0;
-  if ((rc = zkl__join_halted(&ml->j, -1)) != ZKL_OK) {
-    for (i = 0; i < ml->n; i++)
-      zkl__defer_delete_now(c, t->s, t->paths[i]);
-    pthread_mutex_unlock(&c->mu);
-    return rc;
-  }
-  for (i = 0; i < ml->n; i++) {
-    struct member *me = &ml->m[i];
-    me->rc = 1;
-    me->a = NULL;
-    ml->running++;
-    rc = zkl__queue_start_member(&me->q, mode, ml->j.shared[i], deadline,
-                                 t->s, t->paths[i], t->czxid, &t->ls[i],
-                                 member_done, me, &me->a);
-    if (rc != ZKL_OK) {
-      zkl__defer_delete_now(c, t->s, t->paths[i]);
-      me->a = NULL;
-      member_done(NULL, rc, me);
-    }
-  }
-  if ((rc = wait_members(ml, t)) == ZKL_OK) {
-    for (i = 0; i < ml->n; i++)
-      holds[i] = ml->m[i].a;
-    rc = zkl__join_still_held(t, holds);
-  }
+  fn = ml->afn;
+  fn_arg = ml->aarg;
+  rc = ml->result;
+  ml->afn = NULL;
+  ml->busy = 0;
   pthread_mutex_unlock(&c->mu);
-  /* failed: every node still there goes before the call returns, as a
-   * single lock's does (one the connection keeps from us is deferred) */
-  for (i = 0; rc != ZKL_OK && i < ml->n; i++)
-    if (ml->m[i].a) {
-      zkl__queue_release(&ml->m[i].q, ml->m[i].a, 0);
-      ml->m[i].a = NULL;
-    }
-  return rc;
+  fn(ml, rc, fn_arg);
 }
 
-/* After the set gave way: a pause that grows with each time it did, at
- * random within it, so that those it gave way to go first and two sets
- * that keep meeting part. ZKL_OK, or why the acquire must end. */
-static int back_off(zkl_multilock_t *ml, int64_t deadline) {
+/* The engine's acquire ended (event thread, under c->mu): the set holds
+ * with rc ZKL_OK, its nodes all gone otherwise. An async caller hears it
+ * through the notice made when it started; a blocking one wakes. */
+static void acquired(zkl__join_t *j, int rc, void *ctx) {
+  zkl_multilock_t *ml = ctx;
   zkl_client_t *c = ml->c;
-  unsigned shift = ml->yields < 6 ? ml->yields : 6;
-  int64_t pause = (int64_t)BACKOFF_MS << shift, until;
-  struct timespec ts;
-  int rc;
-  if (pause > BACKOFF_MAX_MS)
-    pause = BACKOFF_MAX_MS;
-  until = zkl_now_ms() + pause + jitter((unsigned)pause);
-  if (deadline >= 0 && until > deadline)
-    until = deadline;
-  pthread_mutex_lock(&c->mu);
-  ml->yields++;
-  zkl__deadline_ts(until, &ts);
-  while ((rc = zkl__join_halted(&ml->j, deadline)) == ZKL_OK &&
-         zkl_now_ms() < until)
-    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-  pthread_mutex_unlock(&c->mu);
-  zkl__log(c, ZKL_LOG_DEBUG, "multi-lock gave way (%u times)", ml->yields);
-  return rc;
+  (void)j;
+  if (rc == ZKL_OK) {
+    ml->held = 1;
+    /* the set's HELD: the members' came while it did not hold yet */
+    atomic_fetch_add(&ml->epoch, 1);
+    zkl__post_state(c, ml->j.a[0], atomic_load(&ml->j.a[0]->state));
+  } else if (rc != ZKL_EBUSY) {
+    zkl__post_log(c, ZKL_LOG_DEBUG, "multi-lock acquire ended: %s",
+                  zkl_err_name(rc));
+  }
+  ml->result = rc;
+  ml->ended = 1;
+  if (ml->afn) {
+    zkl__post_fn(c, ml->notice, deliver, ml);
+    ml->notice = NULL;
+  } else {
+    pthread_cond_broadcast(&ml->cv);
+  }
 }
 
-/* One transaction and the wait in every queue behind it: ZKL_OK with the
- * set held, ZKL__AGAIN or YIELDED to start over, or why not. */
-static int once(zkl_multilock_t *ml, int mode, int64_t deadline) {
-  zkl__join_txn_t t;
-  int rc = zkl__join_enqueue(&ml->j, &t, deadline);
-  if (rc != ZKL_OK)
-    return rc;
-  rc = wait_all(ml, &t, mode, deadline);
-  if (rc == ZKL_OK)
-    ml->token = t.czxid;
-  zkl__join_txn_free(&t);
-  return rc;
-}
-
-/* An acquire begins: ZKL_OK (ml is busy with it until it ends), or why
- * not. A blocking one would never end where this thread holds a member
- * through another object already (ZKL_EDEADLK). */
-static int begin(zkl_multilock_t *ml, int mode) {
+/* Starts an acquire: ZKL_OK (ml is busy with it until it ends), or why
+ * not. fn: an async one (it takes `notice`); else a blocking one, which
+ * would never end where this thread holds a member through another object
+ * already (ZKL_EDEADLK). */
+static int start(zkl_multilock_t *ml, int mode, int64_t deadline,
+                 zkl_multilock_done_fn fn, void *arg,
+                 struct zkl__event *notice) {
   uint64_t me;
   size_t i;
   int rc = ZKL_OK;
@@ -546,7 +351,7 @@ static int begin(zkl_multilock_t *ml, int mode) {
   if (zkl__forked(ml->fork_gen))
     return ZKL_EFORKED;
   me = zkl__self_tid();
-  for (i = 0; mode == ZKL__BLOCK && i < ml->n; i++)
+  for (i = 0; !fn && mode == ZKL__BLOCK && i < ml->n; i++)
     if (zkl__held_elsewhere(&ml->m[i].q, me))
       return ZKL_EDEADLK;
   pthread_mutex_lock(&ml->c->mu);
@@ -556,62 +361,35 @@ static int begin(zkl_multilock_t *ml, int mode) {
     rc = ZKL_ECLOSED;
   if (rc == ZKL_OK) {
     ml->busy = 1;
-    ml->yields = 0;
+    ml->ended = 0;
+    ml->afn = fn;
+    ml->aarg = arg;
+    ml->notice = notice;
     zkl__join_begin(&ml->j);
+    rc = zkl__join_acquire(&ml->j, mode, deadline, acquired, ml);
+    if (rc != ZKL_OK) {
+      ml->busy = 0;
+      ml->afn = NULL;
+      ml->notice = NULL;
+    }
   }
   pthread_mutex_unlock(&ml->c->mu);
   return rc;
 }
 
-/* One transaction after another (once()) until the set holds or the
- * acquire must end: ZKL_OK, or why not. A set that gave way goes again
- * after its pause, as often as the deadline allows; one that must start
- * over (ZKL__AGAIN) at most AGAIN_MAX times. */
-static int attempts(zkl_multilock_t *ml, int mode, int64_t deadline) {
-  int64_t until = mode == ZKL__TIMED ? deadline : -1;
-  int rc = ZKL_OK, tries;
-  for (tries = 0; tries < AGAIN_MAX; tries++) {
-    rc = once(ml, mode, deadline);
-    if (rc == YIELDED) {
-      tries--; /* not a failure: bounded by the deadline, if any */
-      rc = back_off(ml, until);
-      if (rc != ZKL_OK)
-        break;
-      rc = ZKL__AGAIN;
-      continue;
-    }
-    if (rc != ZKL__AGAIN)
-      break;
-    pthread_mutex_lock(&ml->c->mu);
-    rc = zkl__join_halted(&ml->j, until);
-    pthread_mutex_unlock(&ml->c->mu);
-    if (rc != ZKL_OK)
-      break;
-    rc = ZKL__AGAIN;
-  }
-  /* ZKL__AGAIN: starting over kept failing */
-  return rc == ZKL__AGAIN ? ZSESSIONEXPIRED : rc;
-}
-
+/* The blocking face: starts the acquire, and waits for its end. */
 static int acquire(zkl_multilock_t *ml, int mode, int64_t deadline) {
   zkl_client_t *c;
-  int rc = begin(ml, mode);
+  int rc = start(ml, mode, deadline, NULL, NULL, NULL);
   if (rc != ZKL_OK)
     return rc;
   c = ml->c;
-  rc = attempts(ml, mode, deadline);
   pthread_mutex_lock(&c->mu);
+  while (!ml->ended)
+    pthread_cond_wait(&ml->cv, &c->mu);
   ml->busy = 0;
-  if (rc == ZKL_OK) {
-    ml->held = 1;
-    /* the set's HELD: the members' came while it did not hold yet */
-    atomic_fetch_add(&ml->epoch, 1);
-    zkl__post_state(c, ml->m[0].a, atomic_load(&ml->m[0].a->state));
-  }
+  rc = ml->result;
   pthread_mutex_unlock(&c->mu);
-  if (rc != ZKL_OK && rc != ZKL_EBUSY)
-    zkl__log(c, ZKL_LOG_DEBUG, "multi-lock acquire ended: %s",
-             zkl_err_name(rc));
   return rc;
 }
 
@@ -629,6 +407,22 @@ int zkl_multilock_timedlock(zkl_multilock_t *ml, int64_t deadline_ms) {
                  zkl__deadline_in(deadline_ms));
 }
 
+int zkl_multilock_lock_async(zkl_multilock_t *ml, int64_t deadline_ms,
+                             zkl_multilock_done_fn fn, void *arg) {
+  struct zkl__event *notice;
+  int rc;
+  if (!ml || !fn)
+    return ZKL_EINVAL;
+  /* made now: an outcome is never lost for want of memory */
+  if (!(notice = zkl__notice_new()))
+    return ZKL_ENOMEM;
+  rc = start(ml, zkl__deadline_mode(deadline_ms),
+             zkl__deadline_in(deadline_ms), fn, arg, notice);
+  if (rc != ZKL_OK)
+    free(notice);
+  return rc;
+}
+
 /* The set's holds, kept for the caller until it gives them back with
  * put(): ZKL_OK, ZKL_ENOTOWNER (not held), ZKL_EINVAL, ZKL_EFORKED. */
 static int holds_get(zkl_multilock_t *ml, zkl__acq_t **holds) {
@@ -644,7 +438,7 @@ static int holds_get(zkl_multilock_t *ml, zkl__acq_t **holds) {
   else
     ml->busy = 1;
   for (i = 0; rc == ZKL_OK && i < ml->n; i++)
-    holds[i] = ml->m[i].a;
+    holds[i] = ml->j.a[i];
   pthread_mutex_unlock(&ml->c->mu);
   return rc;
 }
@@ -670,7 +464,7 @@ static int release(zkl_multilock_t *ml, zkl__acq_t **holds) {
     int r = zkl__queue_release(&ml->m[i].q, holds[i], 1);
     if (rc == ZKL_OK || (r == ZKL_EREVOKED && rc == ZKL_ELOST))
       rc = r;
-    ml->m[i].a = NULL;
+    ml->j.a[i] = NULL;
   }
   return rc;
 }
@@ -713,7 +507,7 @@ int zkl_multilock_state(const zkl_multilock_t *ml) {
     return ZKL_EFORKED;
   pthread_mutex_lock(&ml->c->mu);
   for (i = 0; ml->held && i < ml->n; i++) {
-    int st = atomic_load(&ml->m[i].a->state);
+    int st = atomic_load(&ml->j.a[i]->state);
     if (rank(st) > rank(worst))
       worst = st;
   }
@@ -729,7 +523,7 @@ int zkl_multilock_token(const zkl_multilock_t *ml, uint64_t *token) {
     return ZKL_EFORKED;
   pthread_mutex_lock(&ml->c->mu);
   if (ml->held)
-    *token = (uint64_t)ml->token;
+    *token = (uint64_t)ml->j.token;
   else
     rc = ZKL_ENOTOWNER;
   pthread_mutex_unlock(&ml->c->mu);
@@ -744,9 +538,9 @@ int zkl_multilock_cancel(zkl_multilock_t *ml) {
     return ZKL_EFORKED;
   for (i = 0; i < ml->n; i++)
     zkl__queue_cancel(&ml->m[i].q);
-  /* a transaction's wait for the connection looks at the generations */
+  /* the acquire's run, wherever it waits, looks at the generations */
   pthread_mutex_lock(&ml->c->mu);
-  pthread_cond_broadcast(&ml->c->cv);
+  zkl__join_kick(&ml->j);
   pthread_mutex_unlock(&ml->c->mu);
   return ZKL_OK;
 }
