@@ -4,7 +4,9 @@
  * deadlocks) or with single-lock users, nothing left behind by try, timed
  * or cancel, a member's node deleted while waiting or holding, guarded
  * writes on the set, and one deadline for all. */
+#include <dirent.h>
 #include <stdatomic.h>
+#include <time.h>
 
 #include "admin.h"
 
@@ -144,6 +146,10 @@ struct looper {
   _Atomic int *in_a, *in_b;
 };
 
+/* Set: the loops' multi-locks acquire by zkl_multilock_lock_async(). */
+static int async_loops;
+static int async_lock(zkl_multilock_t *ml, int64_t deadline);
+
 static void *loop_thread(void *arg) {
   struct looper *l = arg;
   zkl_multilock_t *ml = NULL;
@@ -154,8 +160,9 @@ static void *loop_thread(void *arg) {
   else
     m = mutex(l->c, l->a);
   for (i = 0; i < l->n; i++) {
-    int rc = ml ? zkl_multilock_timedlock(ml, zkl_now_ms() + 30000)
-                : zkl_mutex_timedlock(m, zkl_now_ms() + 30000);
+    int rc = ml && async_loops ? async_lock(ml, zkl_now_ms() + 30000)
+             : ml           ? zkl_multilock_timedlock(ml, zkl_now_ms() + 30000)
+                            : zkl_mutex_timedlock(m, zkl_now_ms() + 30000);
     if (rc != ZKL_OK) {
       CHECK_RC(rc, ZKL_OK);
       break;
@@ -569,6 +576,209 @@ static void test_own_member_deadlock(void) {
   zkl_client_destroy(c);
 }
 
+/* ---- the async acquire ---------------------------------------------------- */
+
+/* What an async acquire's callbacks saw. */
+struct mseen {
+  _Atomic int calls;
+  int rc, unlock_in_cb, unlock_rc;
+  pthread_t thread;
+};
+
+static void on_ml(zkl_multilock_t *ml, int rc, void *arg) {
+  struct mseen *s = arg;
+  s->unlock_rc = rc == ZKL_OK && s->unlock_in_cb ? zkl_multilock_unlock(ml)
+                                                 : 0;
+  s->rc = rc;
+  s->thread = pthread_self();
+  atomic_fetch_add(&s->calls, 1); /* last: the waiter reads the rest */
+}
+
+/* Waits until `calls` callbacks have run, for at most ms; how many ran. */
+static int mseen_wait(struct mseen *s, int calls, int ms) {
+  WAIT_FOR(atomic_load(&s->calls) >= calls, ms);
+  return atomic_load(&s->calls);
+}
+
+/* zkl_multilock_timedlock() through the async form. */
+static int async_lock(zkl_multilock_t *ml, int64_t deadline) {
+  struct mseen s = {0};
+  int rc = zkl_multilock_lock_async(ml, deadline, on_ml, &s);
+  return rc != ZKL_OK                    ? rc
+         : mseen_wait(&s, 1, 60000) == 1 ? s.rc
+                                         : ZKL_ETIMEDOUT;
+}
+
+static int threads_now(void) {
+  DIR *d = opendir("/proc/self/task");
+  struct dirent *e;
+  int n = 0;
+  while (d && (e = readdir(d)))
+    n += e->d_name[0] != '.';
+  if (d)
+    closedir(d);
+  return n;
+}
+
+/* root/a and root/b as plain nodes, never reaped: acquires cost alike. */
+static void keep_dirs(const char *a, const char *b) {
+  char p[256];
+  zoo_create(admin, root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+  snprintf(p, sizeof p, "%s/%s", root, a);
+  zoo_create(admin, p, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+  snprintf(p, sizeof p, "%s/%s", root, b);
+  zoo_create(admin, p, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+}
+
+/* Each outcome comes once, on the client's thread: granted (released
+ * from the callback, or later from here), timed out, cancelled, a try
+ * with a passed deadline; EBUSY and EINVAL at once, with no callback. An
+ * uncontended async acquire sends what a blocking one does. */
+static void test_async_outcomes(void) {
+  zkl_client_t *c = client(10000), *h = client(10000);
+  zkl_multilock_t *ml;
+  zkl_mutex_t *hb;
+  struct mseen s = {0};
+  uint64_t before, sync_cost;
+  new_root();
+  keep_dirs("oa", "ob");
+  ml = multi(c, "oa", ZKL_MODE_EXCLUSIVE, "ob", ZKL_MODE_EXCLUSIVE);
+  CHECK_RC(zkl_multilock_lock(ml), ZKL_OK); /* the parents made */
+  CHECK_RC(zkl_multilock_unlock(ml), ZKL_OK);
+  before = requests_settled(c);
+  CHECK_RC(zkl_multilock_lock(ml), ZKL_OK);
+  sync_cost = zkl_client_request_count(c) - before;
+  CHECK_RC(zkl_multilock_unlock(ml), ZKL_OK);
+  before = requests_settled(c);
+  CHECK_RC(zkl_multilock_lock_async(ml, ZKL_NO_DEADLINE, on_ml, &s), ZKL_OK);
+  CHECK_INT(mseen_wait(&s, 1, 10000), ==, 1);
+  CHECK_INT(zkl_client_request_count(c) - before, ==, sync_cost);
+  CHECK_INT(sync_cost, ==, 4); /* transaction, 2 listings, 1 read */
+  CHECK_RC(s.rc, ZKL_OK);
+  CHECK(!pthread_equal(s.thread, pthread_self()));
+  CHECK_INT(zkl_multilock_state(ml), ==, ZKL_STATE_HELD);
+  CHECK_RC(zkl_multilock_lock_async(ml, 0, on_ml, &s), ZKL_EBUSY);
+  CHECK_RC(zkl_multilock_unlock(ml), ZKL_OK);
+  s.unlock_in_cb = 1;
+  CHECK_RC(zkl_multilock_lock_async(ml, -5, on_ml, &s), ZKL_OK);
+  CHECK_INT(mseen_wait(&s, 2, 10000), ==, 2);
+  CHECK_RC(s.rc, ZKL_OK);
+  CHECK_RC(s.unlock_rc, ZKL_OK);
+  CHECK_INT(queue_count("oa") + queue_count("ob"), ==, 0);
+  s.unlock_in_cb = 0;
+  hb = mutex(h, "ob");
+  CHECK_RC(zkl_mutex_lock(hb), ZKL_OK);
+  CHECK_RC(zkl_multilock_lock_async(ml, -1, on_ml, &s), ZKL_OK); /* a try */
+  CHECK_INT(mseen_wait(&s, 3, 10000), ==, 3);
+  CHECK_RC(s.rc, ZKL_ETIMEDOUT);
+  CHECK_RC(zkl_multilock_lock_async(ml, zkl_now_ms() + 500, on_ml, &s),
+           ZKL_OK);
+  CHECK_RC(zkl_multilock_lock_async(ml, 0, on_ml, &s), ZKL_EBUSY);
+  CHECK_INT(mseen_wait(&s, 4, 10000), ==, 4);
+  CHECK_RC(s.rc, ZKL_ETIMEDOUT);
+  CHECK_INT(queue_count("oa") + 2 * queue_count("ob"), ==, 2); /* hb's */
+  CHECK_RC(zkl_multilock_lock_async(ml, ZKL_NO_DEADLINE, on_ml, &s), ZKL_OK);
+  QUEUED("ob", 2);
+  CHECK_RC(zkl_multilock_destroy(ml), ZKL_EBUSY); /* pending */
+  CHECK_RC(zkl_multilock_cancel(ml), ZKL_OK);
+  CHECK_INT(mseen_wait(&s, 5, 10000), ==, 5);
+  CHECK_RC(s.rc, ZKL_ECANCELED);
+  CHECK_INT(queue_count("oa") + 2 * queue_count("ob"), ==, 2);
+  CHECK_RC(zkl_multilock_lock_async(ml, 0, NULL, &s), ZKL_EINVAL);
+  CHECK_RC(zkl_multilock_lock_async(NULL, 0, on_ml, &s), ZKL_EINVAL);
+  usleep(200 * 1000);
+  CHECK_INT(mseen_wait(&s, 6, 0), ==, 5); /* no second callback */
+  CHECK_RC(zkl_multilock_destroy(ml), ZKL_OK);
+  CHECK_RC(zkl_mutex_unlock(hb), ZKL_OK);
+  zkl_mutex_destroy(hb);
+  zkl_client_destroy(c);
+  zkl_client_destroy(h);
+}
+
+/* A cancel at any point of an acquire (transaction out, members waiting
+ * for a release that comes at the same time, granted): one callback, no
+ * node left. Many pending on one client: no thread of their own. */
+static void test_async_cancel_races(void) {
+  zkl_client_t *c = client(10000), *h = client(10000);
+  zkl_multilock_t *ml[20];
+  zkl_mutex_t *hb;
+  struct mseen s = {0};
+  int i, ok = 0, threads;
+  new_root();
+  hb = mutex(h, "rb");
+  ml[0] = multi(c, "ra", ZKL_MODE_EXCLUSIVE, "rb", ZKL_MODE_EXCLUSIVE);
+  for (i = 0; i < 50; i++) {
+    int held = i % 2 == 0;
+    if (held)
+      CHECK_RC(zkl_mutex_lock(hb), ZKL_OK);
+    CHECK_RC(zkl_multilock_lock_async(ml[0], zkl_now_ms() + 10000, on_ml, &s),
+             ZKL_OK);
+    usleep((useconds_t)(i % 10) * 300);
+    if (held)
+      CHECK_RC(zkl_mutex_unlock(hb), ZKL_OK);
+    CHECK_RC(zkl_multilock_cancel(ml[0]), ZKL_OK);
+    CHECK_INT(mseen_wait(&s, i + 1, 10000), ==, i + 1);
+    CHECK(s.rc == ZKL_OK || s.rc == ZKL_ECANCELED);
+    if (s.rc == ZKL_OK) {
+      ok++;
+      CHECK_RC(zkl_multilock_unlock(ml[0]), ZKL_OK);
+    }
+    WAIT_FOR(queue_count("ra") + queue_count("rb") == 0, 5000);
+    CHECK_INT(queue_count("ra") + queue_count("rb"), ==, 0);
+  }
+  printf("# async multi-lock cancel races: %d cancelled, %d granted first\n",
+         50 - ok, ok);
+  usleep(200 * 1000);
+  CHECK_INT(mseen_wait(&s, 51, 0), ==, 50);
+  /* 20 pending behind a holder: no thread each */
+  atomic_store(&s.calls, 0);
+  CHECK_RC(zkl_mutex_lock(hb), ZKL_OK);
+  threads = threads_now();
+  for (i = 1; i < 20; i++)
+    ml[i] = multi(c, "ra", ZKL_MODE_EXCLUSIVE, "rb", ZKL_MODE_EXCLUSIVE);
+  for (i = 0; i < 20; i++)
+    CHECK_RC(zkl_multilock_lock_async(ml[i], ZKL_NO_DEADLINE, on_ml, &s),
+             ZKL_OK);
+  QUEUED("rb", 21);
+  usleep(500 * 1000); /* looks behind a held member meanwhile */
+  CHECK_INT(threads_now(), ==, threads);
+  CHECK_INT(mseen_wait(&s, 1, 0), ==, 0);
+  for (i = 0; i < 20; i++)
+    CHECK_RC(zkl_multilock_cancel(ml[i]), ZKL_OK);
+  CHECK_INT(mseen_wait(&s, 20, 10000), ==, 20);
+  CHECK_RC(zkl_mutex_unlock(hb), ZKL_OK);
+  for (i = 0; i < 20; i++)
+    CHECK_RC(zkl_multilock_destroy(ml[i]), ZKL_OK);
+  WAIT_FOR(queue_count("ra") + queue_count("rb") == 0, 5000);
+  CHECK_INT(queue_count("ra") + queue_count("rb"), ==, 0);
+  zkl_mutex_destroy(hb);
+  zkl_client_destroy(c);
+  zkl_client_destroy(h);
+}
+
+/* test_nested_locker_no_deadlock with an async multi-lock: the set
+ * gives way with no thread of its own to look, and both loops end. */
+static void test_async_nested_locker(void) {
+  _Atomic int in_a = 0, in_b = 0;
+  struct nested nl = {client(10000), 8, 0, 0, 0, &in_a, &in_b};
+  struct looper ml = {client(10000), "nb", "na", 8, 0, 0, &in_b, &in_a};
+  pthread_t t1, t2;
+  new_root();
+  async_loops = 1;
+  pthread_create(&t1, NULL, nested_thread, &nl);
+  pthread_create(&t2, NULL, loop_thread, &ml);
+  pthread_join(t1, NULL);
+  pthread_join(t2, NULL);
+  async_loops = 0;
+  CHECK_RC(nl.rc, ZKL_OK);
+  CHECK_INT(nl.done, ==, 8);
+  CHECK_INT(ml.done, ==, 8);
+  CHECK_INT(nl.overlaps + ml.overlaps, ==, 0);
+  CHECK_INT(queue_count("na") + queue_count("nb"), ==, 0);
+  zkl_client_destroy(nl.c);
+  zkl_client_destroy(ml.c);
+}
+
 int main(void) {
   root_tag = "zklmulti";
   admin_open();
@@ -582,6 +792,9 @@ int main(void) {
   RUN(test_partial_set_never_held);
   RUN(test_nested_locker_no_deadlock);
   RUN(test_own_member_deadlock);
+  RUN(test_async_outcomes);
+  RUN(test_async_cancel_races);
+  RUN(test_async_nested_locker);
   admin_close();
   return CHECK_DONE();
 }
