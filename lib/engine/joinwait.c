@@ -50,6 +50,7 @@
 static zkl__join_t *join_of(const zkl__acq_t *a) { return a->run->owner; }
 
 static void step_once(zkl__acq_t *a);
+static void step_back_off(zkl__acq_t *a);
 static void step_wait(zkl__acq_t *a);
 
 /* A number from 0 to max - 1, not to be guessed alike by two processes. */
@@ -115,7 +116,7 @@ static void attempt_end(zkl__acq_t *a, int rc) {
     if (j->until >= 0 && j->pause > j->until)
       j->pause = j->until;
     j->yields++;
-    a->run->next = step_once; /* step_once pauses first */
+    a->run->next = step_back_off;
     return;
   }
   if (rc == ZKL__AGAIN && (rc = zkl__join_halted(j, j->until)) == ZKL_OK) {
@@ -344,26 +345,24 @@ static void joined(zkl__acq_t *a, int rc) {
   a->run->next = step_wait;
 }
 
-/* An attempt: after giving way, the pause first (j->pause), then the
- * transaction. */
-static void step_once(zkl__acq_t *a) {
+/* An attempt: the transaction, then the wait (joined). */
+static void step_once(zkl__acq_t *a) { zkl__join_send(a, joined); }
+
+/* After giving way: the pause (until j->pause), then the next attempt,
+ * unless the acquire must end meanwhile (a cancel, the deadline). */
+static void step_back_off(zkl__acq_t *a) {
   zkl__join_t *j = join_of(a);
-  int rc;
-  if (j->pause) {
-    rc = zkl__join_halted(j, j->until);
-    if (rc == ZKL_OK && zkl_now_ms() < j->pause) {
-      zkl__park(a, step_once, j->pause);
-      return;
-    }
-    j->pause = 0;
-    zkl__post_log(j->c, ZKL_LOG_DEBUG, "multi-lock gave way (%u times)",
-                  j->yields);
-    if (rc != ZKL_OK) {
-      zkl__finish(a, rc);
-      return;
-    }
+  int rc = zkl__join_halted(j, j->until);
+  if (rc == ZKL_OK && zkl_now_ms() < j->pause) {
+    zkl__park(a, step_back_off, j->pause);
+    return;
   }
-  zkl__join_send(a, joined);
+  zkl__post_log(j->c, ZKL_LOG_DEBUG, "multi-lock gave way (%u times)",
+                j->yields);
+  if (rc != ZKL_OK)
+    zkl__finish(a, rc);
+  else
+    step_once(a);
 }
 
 int zkl__join_acquire(zkl__join_t *j, int mode, int64_t deadline,
@@ -375,7 +374,6 @@ int zkl__join_acquire(zkl__join_t *j, int mode, int64_t deadline,
   j->ctx = ctx;
   j->tries = 0;
   j->yields = 0;
-  j->pause = 0;
   j->token = 0;
   memset(j->a, 0, sizeof j->a);
   return zkl__run_start_bare(j->q[0], step_once, j, conductor_done, j,
