@@ -531,9 +531,14 @@ struct zkl__join {
   int64_t pause;     /* gave way: when to join again */
   int end;           /* the attempt's outcome, while members are released */
   void (*then)(zkl__acq_t *a, int rc); /* join.c hands the run back */
+  struct zkl__join_calls *w; /* while an acquire runs: its requests */
+};
+/* An acquire's requests (tens of kilobytes, so made for each acquire and
+ * freed at its end, not kept by every idle multi-lock): the transaction,
+ * then the look behind held members, the check of the grants and the
+ * deletes of an attempt that failed, one at a time. */
+struct zkl__join_calls {
   zkl__join_txn_t t;
-  /* the look behind held members, the check of the grants and the
-   * deletes of an attempt that failed, one at a time */
   zkl__call_t aux[ZKL_MULTILOCK_MAX];
   zkl__call_t rd[ZKL__YIELD_READS];
   size_t nl, held[ZKL_MULTILOCK_MAX];
@@ -550,8 +555,8 @@ ZKL__HIDDEN int zkl__join_halted(const zkl__join_t *j, int64_t deadline);
  * zkl__join_send: one transaction makes a node in every queue, the
  * parents first if need be, with each queue's listing behind it, then one
  * node is read for their zxid; after a lost answer it waits for the
- * connection (until j->deadline). then(a, ZKL_OK): j->t holds what it
- * made. Otherwise j->t holds nothing: ZKL__AGAIN (none of the nodes
+ * connection (until j->deadline). then(a, ZKL_OK): j->w->t holds what
+ * it made. Otherwise it holds nothing: ZKL__AGAIN (none of the nodes
  * stands, or whichever may is being deleted: join again), or why not
  * (ZKL_ETIMEDOUT, ZKL_ECLOSED, ZKL_ENOMEM, a ZooKeeper code...). */
 ZKL__HIDDEN void zkl__join_send(zkl__acq_t *a,
@@ -572,8 +577,8 @@ ZKL__HIDDEN void zkl__join_check(zkl__acq_t *a,
  * ctx) runs once, on the event thread under c->mu, when it ends; ZKL_OK
  * there means j->a[] are the set's holds, and j->token their zxid. Any
  * other outcome leaves no node of ours in any queue (deleted, or left to
- * the deferred deletes while the connection is down). Else why not, and
- * done never runs. */
+ * the deferred deletes while the connection is down). Else why not
+ * (ZKL_ENOMEM...), and done never runs. */
 ZKL__HIDDEN int zkl__join_acquire(zkl__join_t *j, int mode, int64_t deadline,
                                   zkl__join_done_fn done, void *ctx);
 /* Under c->mu: something the acquire may wait for changed (a cancel). */

@@ -160,12 +160,12 @@ static zkl__join_t *join_of(const zkl__acq_t *a) { return a->run->owner; }
 static void step_czxid(zkl__acq_t *a);
 static void step_usable(zkl__acq_t *a);
 
-/* The join is over: then() takes the run back, with ZKL_OK and j->t, or
+/* The join is over: then() takes the run back, with ZKL_OK and j->w->t, or
  * why not and nothing. */
 static void hand_back(zkl__acq_t *a, int rc) {
   zkl__join_t *j = join_of(a);
   if (rc != ZKL_OK)
-    zkl__join_txn_free(&j->t);
+    zkl__join_txn_free(&j->w->t);
   j->then(a, rc);
 }
 
@@ -175,7 +175,7 @@ static void hand_back(zkl__acq_t *a, int rc) {
  * if it was lost; or why not. */
 static void settle(zkl__acq_t *a, int rc) {
   zkl__join_t *j = join_of(a);
-  zkl__join_txn_t *t = &j->t;
+  zkl__join_txn_t *t = &j->w->t;
   int reaped = rc == ZNONODE && t->tx.rc == ZNONODE;
   size_t i;
   if (rc == ZOK) {
@@ -223,7 +223,7 @@ static void step_usable(zkl__acq_t *a) {
  * for the zxid. */
 static void step_answered(zkl__acq_t *a) {
   zkl__join_t *j = join_of(a);
-  zkl__join_txn_t *t = &j->t;
+  zkl__join_txn_t *t = &j->w->t;
   size_t i;
   for (i = 0; i < t->nup; i++)
     zkl__call_free(&t->up[i]); /* the parents' creates: only their paths */
@@ -244,7 +244,7 @@ static void step_answered(zkl__acq_t *a) {
 
 /* The creation zxid the nodes share. */
 static void step_czxid(zkl__acq_t *a) {
-  zkl__join_txn_t *t = &join_of(a)->t;
+  zkl__join_txn_t *t = &join_of(a)->w->t;
   int rc = t->st.rc;
   if (rc == ZOK && t->st.stat.ephemeralOwner != t->s->id)
     rc = ZNONODE; /* not ours: someone replaced it at once */
@@ -254,7 +254,7 @@ static void step_czxid(zkl__acq_t *a) {
 
 void zkl__join_send(zkl__acq_t *a, void (*then)(zkl__acq_t *a, int rc)) {
   zkl__join_t *j = join_of(a);
-  zkl__join_txn_t *t = &j->t;
+  zkl__join_txn_t *t = &j->w->t;
   char *data = NULL;
   int rc;
   memset(t, 0, sizeof *t);
@@ -295,11 +295,11 @@ void zkl__join_txn_free(zkl__join_txn_t *t) {
 
 static void step_checked(zkl__acq_t *a) {
   zkl__join_t *j = join_of(a);
-  zkl__join_txn_t *t = &j->t;
+  zkl__join_txn_t *t = &j->w->t;
   size_t i;
   int rc = ZKL_OK;
   for (i = 0; i < j->n; i++) {
-    zkl__call_t *st = &j->aux[i];
+    zkl__call_t *st = &j->w->aux[i];
     if (!(st->rc == ZOK && zkl__owns_on(j->a[i], t->s, &st->stat))) {
       if (st->rc == ZOK || st->rc == ZNONODE)
         zkl__lose(j->c, j->a[i],
@@ -313,7 +313,7 @@ static void step_checked(zkl__acq_t *a) {
 
 void zkl__join_check(zkl__acq_t *a, void (*then)(zkl__acq_t *a, int rc)) {
   zkl__join_t *j = join_of(a);
-  zkl__join_txn_t *t = &j->t;
+  zkl__join_txn_t *t = &j->w->t;
   size_t i;
   int waited = 0, rc = ZKL_OK;
   j->then = then;
@@ -328,8 +328,9 @@ void zkl__join_check(zkl__acq_t *a, void (*then)(zkl__acq_t *a, int rc)) {
     return;
   }
   for (i = 0; i < j->n; i++) {
-    zkl__prep(a, &j->aux[i]);
-    zkl__sent(a, &j->aux[i], zkl__exists(&j->aux[i], t->s, t->paths[i]));
+    zkl__call_t *st = &j->w->aux[i];
+    zkl__prep(a, st);
+    zkl__sent(a, st, zkl__exists(st, t->s, t->paths[i]));
   }
   a->run->next = step_checked;
 }

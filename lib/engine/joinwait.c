@@ -91,10 +91,12 @@ static void conductor_done(zkl__acq_t *none, int rc, void *ctx) {
   zkl__join_t *j = ctx;
   (void)none;
   j->run = NULL;
+  free(j->w); /* every call in it answered and freed */
+  j->w = NULL;
   j->done(j, rc, j->ctx);
 }
 
-/* ---- an attempt's end ----------------------------------------------------- */
+/* ---- an attempt's end ---------------------------------------------------- */
 
 /* The attempt ended with rc (its members released): the acquire ends, or
  * joins again (ZKL__AGAIN, at most AGAIN_MAX times; YIELDED after a
@@ -102,8 +104,8 @@ static void conductor_done(zkl__acq_t *none, int rc, void *ctx) {
 static void attempt_end(zkl__acq_t *a, int rc) {
   zkl__join_t *j = join_of(a);
   if (rc == ZKL_OK)
-    j->token = j->t.czxid;
-  zkl__join_txn_free(&j->t);
+    j->token = j->w->t.czxid;
+  zkl__join_txn_free(&j->w->t);
   if (rc == YIELDED) {
     /* a pause that grows with each time it gave way, at random within
      * it, so that those it gave way to go first and two sets that keep
@@ -137,7 +139,7 @@ static void step_released(zkl__acq_t *a) {
   size_t i;
   for (i = 0; i < j->n; i++) {
     zkl__acq_t *m = j->a[i];
-    zkl__call_t *del = &j->aux[i];
+    zkl__call_t *del = &j->w->aux[i];
     if (!m)
       continue;
     if (del->ctx && zkl__is_conn_error(del->rc))
@@ -162,7 +164,7 @@ static void members_release(zkl__acq_t *a, int rc) {
   j->end = rc;
   for (i = 0; i < j->n; i++) {
     zkl__acq_t *m = j->a[i];
-    zkl__call_t *del = &j->aux[i];
+    zkl__call_t *del = &j->w->aux[i];
     memset(del, 0, sizeof *del); /* ctx stays NULL: no delete sent */
     if (!m)
       continue;
@@ -181,7 +183,7 @@ static void members_release(zkl__acq_t *a, int rc) {
   a->run->next = step_released;
 }
 
-/* ---- the wait in every queue ----------------------------------------------- */
+/* ---- the wait in every queue --------------------------------------------- */
 
 /* Every member run ended and, if all granted, join.c checked that they
  * stand together: rc is the attempt's outcome. */
@@ -196,10 +198,11 @@ static void members_ended(zkl__acq_t *a, int rc) {
  * someone waiting; then the set gives way, if it still waits. */
 static void step_read(zkl__acq_t *a) {
   zkl__join_t *j = join_of(a);
+  struct zkl__join_calls *w = j->w;
   int k, found = 0;
-  for (k = 0; k < j->nr; k++) {
-    found |= j->rd[k].rc == ZOK && j->rd[k].stat.ephemeralOwner != 0;
-    zkl__call_free(&j->rd[k]);
+  for (k = 0; k < w->nr; k++) {
+    found |= w->rd[k].rc == ZOK && w->rd[k].stat.ephemeralOwner != 0;
+    zkl__call_free(&w->rd[k]);
   }
   if (found && !j->failed && j->running > 0)
     fail(j, YIELDED);
@@ -211,7 +214,8 @@ static void step_read(zkl__acq_t *a) {
  * ZKL__YIELD_READS in all, from listing ls of held member i. */
 static void read_behind(zkl__acq_t *a, zkl__call_t *ls, size_t i) {
   zkl__join_t *j = join_of(a);
-  const char *ours = strrchr(j->t.paths[i], '/') + 1;
+  struct zkl__join_calls *w = j->w;
+  const char *ours = strrchr(w->t.paths[i], '/') + 1;
   zkl__entry_t *e = NULL;
   int n = ls->rc == ZOK ? zkl__contenders(ls->kids.data, ls->kids.count, &e)
                         : 0;
@@ -219,7 +223,7 @@ static void read_behind(zkl__acq_t *a, zkl__call_t *ls, size_t i) {
   for (k = 0; k < n; k++)
     if (strcmp(e[k].name, ours) == 0)
       m = k;
-  for (k = 0; m >= 0 && k < n && j->nr < ZKL__YIELD_READS; k++) {
+  for (k = 0; m >= 0 && k < n && w->nr < ZKL__YIELD_READS; k++) {
     char *path;
     if (k == m || !zkl__seq_before(e[m].seq, e[k].seq) ||
         strstr(e[k].name, ZKL__ML_TAG) ||
@@ -227,9 +231,9 @@ static void read_behind(zkl__acq_t *a, zkl__call_t *ls, size_t i) {
       continue;
     if (!(path = zkl__child(j->q[i]->dir, e[k].name)))
       continue;
-    zkl__prep(a, &j->rd[j->nr]);
-    zkl__sent(a, &j->rd[j->nr], zkl__exists(&j->rd[j->nr], j->t.s, path));
-    j->nr++;
+    zkl__prep(a, &w->rd[w->nr]);
+    zkl__sent(a, &w->rd[w->nr], zkl__exists(&w->rd[w->nr], w->t.s, path));
+    w->nr++;
     free(path);
   }
   free(e);
@@ -239,11 +243,11 @@ static void read_behind(zkl__acq_t *a, zkl__call_t *ls, size_t i) {
 static void step_listed(zkl__acq_t *a) {
   zkl__join_t *j = join_of(a);
   size_t i;
-  j->nr = 0;
-  for (i = 0; i < j->nl; i++) {
-    if (j->nr < ZKL__YIELD_READS)
-      read_behind(a, &j->aux[i], j->held[i]);
-    zkl__call_free(&j->aux[i]);
+  j->w->nr = 0;
+  for (i = 0; i < j->w->nl; i++) {
+    if (j->w->nr < ZKL__YIELD_READS)
+      read_behind(a, &j->w->aux[i], j->w->held[i]);
+    zkl__call_free(&j->w->aux[i]);
   }
   a->run->next = step_read;
 }
@@ -261,16 +265,16 @@ static void step_listed(zkl__acq_t *a) {
 static void look_behind(zkl__acq_t *a) {
   zkl__join_t *j = join_of(a);
   zkl_client_t *c = j->c;
-  zkl__session_t *s = j->t.s;
+  zkl__session_t *s = j->w->t.s;
   size_t i;
   a->run->next = step_wait;
   if (s != c->sess || s->expired || c->state != ZKL_CLIENT_CONNECTED)
     return; /* the members' runs hear of it, and end */
-  j->nl = 0;
+  j->w->nl = 0;
   for (i = 0; i < j->n; i++)
     if (j->rc[i] == ZKL_OK) {
-      zkl__call_t *ls = &j->aux[j->nl];
-      j->held[j->nl++] = i;
+      zkl__call_t *ls = &j->w->aux[j->w->nl];
+      j->w->held[j->w->nl++] = i;
       zkl__prep(a, ls);
       zkl__sent(a, ls, zkl__children(ls, s, j->q[i]->dir));
     }
@@ -311,7 +315,7 @@ static void step_wait(zkl__acq_t *a) {
 /* The transaction is in: a member run on every node it made. */
 static void joined(zkl__acq_t *a, int rc) {
   zkl__join_t *j = join_of(a);
-  zkl__join_txn_t *t = &j->t;
+  zkl__join_txn_t *t = &j->w->t;
   size_t i;
   if (rc != ZKL_OK) {
     attempt_end(a, rc);
@@ -367,6 +371,7 @@ static void step_back_off(zkl__acq_t *a) {
 
 int zkl__join_acquire(zkl__join_t *j, int mode, int64_t deadline,
                       zkl__join_done_fn done, void *ctx) {
+  int rc;
   j->mode = mode;
   j->deadline = deadline;
   j->until = mode == ZKL__TIMED ? deadline : -1;
@@ -376,8 +381,14 @@ int zkl__join_acquire(zkl__join_t *j, int mode, int64_t deadline,
   j->yields = 0;
   j->token = 0;
   memset(j->a, 0, sizeof j->a);
-  return zkl__run_start_bare(j->q[0], step_once, j, conductor_done, j,
-                             &j->run);
+  if (!(j->w = calloc(1, sizeof *j->w)))
+    return ZKL_ENOMEM;
+  rc = zkl__run_start_bare(j->q[0], step_once, j, conductor_done, j, &j->run);
+  if (rc != ZKL_OK) {
+    free(j->w);
+    j->w = NULL;
+  }
+  return rc;
 }
 
 void zkl__join_kick(zkl__join_t *j) {

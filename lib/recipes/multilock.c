@@ -290,7 +290,7 @@ int zkl_multilock_create(zkl_multilock_t **out, zkl_client_t *c,
   return ZKL_OK;
 }
 
-/* ---- the acquire ---------------------------------------------------------- */
+/* ---- the acquire --------------------------------------------------------- */
 
 /* An async acquire's outcome, on the callback thread: ml is free for the
  * next call before fn runs (fn may unlock, lock again or destroy it). */
