@@ -576,7 +576,7 @@ static void test_own_member_deadlock(void) {
   zkl_client_destroy(c);
 }
 
-/* ---- the async acquire ---------------------------------------------------- */
+/* ---- the async acquire --------------------------------------------------- */
 
 /* What an async acquire's callbacks saw. */
 struct mseen {
