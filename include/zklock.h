@@ -1242,6 +1242,15 @@ ZKL_EXTERN int zkl_multilock_lock_async(zkl_multilock_t *ml,
  * request). ZKL_ENOTOWNER: not held. */
 ZKL_EXTERN int zkl_multilock_unlock(zkl_multilock_t *ml);
 
+/* The same without waiting: returns at once, and fn(rc, arg) runs exactly
+ * once on the callback thread with zkl_multilock_unlock()'s verdict (see
+ * zkl_hold_release_async()). The object is busy (ZKL_EBUSY to lock and
+ * destroy) until fn has returned. ZKL_OK, or fn never runs: ZKL_EINVAL
+ * (NULL fn), ZKL_ENOTOWNER, ZKL_EBUSY, ZKL_ENOMEM (still held),
+ * ZKL_EFORKED. */
+ZKL_EXTERN int zkl_multilock_unlock_async(zkl_multilock_t *ml,
+                                          zkl_release_fn fn, void *arg);
+
 /* Wake a thread acquiring on this object, or end its asynchronous
  * acquire: ZKL_ECANCELED, no node left. */
 ZKL_EXTERN int zkl_multilock_cancel(zkl_multilock_t *ml);

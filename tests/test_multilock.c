@@ -779,6 +779,53 @@ static void test_async_nested_locker(void) {
   zkl_client_destroy(ml.c);
 }
 
+/* An async unlock's verdict. */
+struct useen {
+  _Atomic int calls;
+  int rc;
+};
+
+static void on_unlocked(int rc, void *arg) {
+  struct useen *u = arg;
+  u->rc = rc;
+  atomic_fetch_add(&u->calls, 1); /* last: the waiter reads rc */
+}
+
+/* zkl_multilock_unlock_async: one callback with the verdict, the object
+ * busy until it ran, every node gone; ZKL_ELOST when a member was lost
+ * (its siblings dropped first: the verdict waits for those deletes). */
+static void test_async_unlock(void) {
+  zkl_client_t *c = client(10000);
+  zkl_multilock_t *ml;
+  struct useen u = {0};
+  char node[512];
+  new_root();
+  ml = multi3(c, "ua", "ub", "uc");
+  CHECK_RC(zkl_multilock_unlock_async(ml, on_unlocked, &u), ZKL_ENOTOWNER);
+  CHECK_RC(zkl_multilock_lock(ml), ZKL_OK);
+  CHECK_RC(zkl_multilock_unlock_async(ml, NULL, &u), ZKL_EINVAL);
+  CHECK_INT(zkl_multilock_state(ml), ==, ZKL_STATE_HELD); /* still held */
+  CHECK_RC(zkl_multilock_unlock_async(ml, on_unlocked, &u), ZKL_OK);
+  CHECK_RC(zkl_multilock_destroy(ml), ZKL_EBUSY);
+  CHECK_RC(zkl_multilock_unlock_async(ml, on_unlocked, &u), ZKL_EBUSY);
+  WAIT_FOR(atomic_load(&u.calls) == 1, 10000);
+  CHECK_RC(u.rc, ZKL_OK);
+  CHECK_INT(queue_count("ua") + queue_count("ub") + queue_count("uc"), ==, 0);
+  WAIT_FOR(zkl_multilock_lock(ml) == ZKL_OK, 5000); /* free again */
+  usleep(300 * 1000); /* every member's node watched */
+  CHECK(member_node("ua", node, sizeof node));
+  CHECK_INT(zoo_delete(admin, node, -1), ==, ZOK);
+  WAIT_FOR(zkl_multilock_state(ml) == ZKL_STATE_LOST, 5000);
+  CHECK_RC(zkl_multilock_unlock_async(ml, on_unlocked, &u), ZKL_OK);
+  WAIT_FOR(atomic_load(&u.calls) == 2, 10000);
+  CHECK_RC(u.rc, ZKL_ELOST);
+  CHECK_INT(queue_count("ua") + queue_count("ub") + queue_count("uc"), ==, 0);
+  usleep(100 * 1000);
+  CHECK_INT(atomic_load(&u.calls), ==, 2); /* once each */
+  WAIT_FOR(zkl_multilock_destroy(ml) == ZKL_OK, 5000);
+  zkl_client_destroy(c);
+}
+
 int main(void) {
   root_tag = "zklmulti";
   admin_open();
@@ -795,6 +842,7 @@ int main(void) {
   RUN(test_async_outcomes);
   RUN(test_async_cancel_races);
   RUN(test_async_nested_locker);
+  RUN(test_async_unlock);
   admin_close();
   return CHECK_DONE();
 }

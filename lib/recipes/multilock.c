@@ -47,6 +47,8 @@ struct zkl_multilock {
   zkl_multilock_done_fn afn;
   void *aarg;
   struct zkl__event *notice;
+  /* an async unlock whose verdict waits for drop_siblings' deletes */
+  struct unlocking *unlocking;
   /* the set's state as the callback last heard it, and for which hold */
   _Atomic uint64_t epoch;
   uint64_t told_epoch;
@@ -72,16 +74,21 @@ struct drop {
   char path[];
 };
 
+static void unlock_told(struct unlocking *u);
+
 static void on_dropped(zkl__call_t *call) {
   struct drop *d = call->ctx;
   zkl_client_t *c = call->c;
   if (zkl__is_conn_error(call->rc))
     zkl__defer_delete(c, d->s, d->path); /* once connected again */
-  d->ml->dropping--;
+  if (--d->ml->dropping == 0 && d->ml->unlocking) {
+    unlock_told(d->ml->unlocking); /* an async unlock waited for us */
+    d->ml->unlocking = NULL;
+  }
   zkl__session_put(c, d->s);
   zkl__call_free(call);
   free(d);
-  pthread_cond_broadcast(&c->cv); /* an unlock may wait for us */
+  pthread_cond_broadcast(&c->cv); /* a blocking unlock may wait for us */
 }
 
 /* A member lost while the set holds (its node deleted or rewritten by
@@ -155,7 +162,7 @@ static void ml_free(zkl_multilock_t *ml, size_t opened) {
   size_t i;
   for (i = 0; i < opened; i++) {
     zkl__handle_remove(&ml->m[i]);
-    zkl__queue_close(&ml->m[i].q);
+    zkl__recipe_close(&ml->m[i].q);
   }
   pthread_cond_destroy(&ml->cv);
   free(ml->notice);
@@ -450,6 +457,12 @@ static int holds_put(zkl_multilock_t *ml, int rc) {
   return rc;
 }
 
+/* The set's verdict so far, rc, with a member's, r: the first failure,
+ * ZKL_EREVOKED over ZKL_ELOST (a member forced out says why). */
+static int worse(int rc, int r) {
+  return rc == ZKL_OK || (r == ZKL_EREVOKED && rc == ZKL_ELOST) ? r : rc;
+}
+
 /* Releases every member; the worst verdict. Returns once every node is
  * gone, or left to the deferred deletes while disconnected. */
 static int release(zkl_multilock_t *ml, zkl__acq_t **holds) {
@@ -461,9 +474,7 @@ static int release(zkl_multilock_t *ml, zkl__acq_t **holds) {
     pthread_cond_wait(&ml->c->cv, &ml->c->mu);
   pthread_mutex_unlock(&ml->c->mu);
   for (i = 0; i < ml->n; i++) {
-    int r = zkl__queue_release(&ml->m[i].q, holds[i], 1);
-    if (rc == ZKL_OK || (r == ZKL_EREVOKED && rc == ZKL_ELOST))
-      rc = r;
+    rc = worse(rc, zkl__queue_release(&ml->m[i].q, holds[i], 1));
     ml->j.a[i] = NULL;
   }
   return rc;
@@ -473,6 +484,74 @@ int zkl_multilock_unlock(zkl_multilock_t *ml) {
   zkl__acq_t *holds[ZKL_MULTILOCK_MAX];
   int rc = holds_get(ml, holds);
   return rc != ZKL_OK ? rc : holds_put(ml, release(ml, holds));
+}
+
+/* ---- the unlock that never waits ----------------------------------------- */
+
+/* An async unlock: one release run per member (release.c), the verdict
+ * of all of them, and the notice that carries it to fn. */
+struct unlocking {
+  zkl_multilock_t *ml;
+  size_t left; /* member releases not ended */
+  int rc;
+  zkl_release_fn fn;
+  void *arg;
+  struct zkl__event *notice;
+  zkl__rel_t rel[];
+};
+
+/* On the callback thread: the verdict, then the object is free again. */
+static void unlock_deliver(void *arg) {
+  struct unlocking *u = arg;
+  zkl_multilock_t *ml = u->ml;
+  u->fn(u->rc, u->arg);
+  holds_put(ml, ZKL_OK);
+  free(u);
+}
+
+/* Under c->mu: every release ended, and no delete of drop_siblings() is
+ * out (its completion writes to ml): the verdict goes out. */
+static void unlock_told(struct unlocking *u) {
+  zkl__post_fn(u->ml->c, u->notice, unlock_deliver, u);
+}
+
+/* A member's release ended (under c->mu, on any thread). */
+static void member_released(int rc, void *ctx) {
+  struct unlocking *u = ctx;
+  u->rc = worse(u->rc, rc);
+  if (--u->left > 0)
+    return;
+  if (u->ml->dropping > 0)
+    u->ml->unlocking = u; /* the last delete tells (on_dropped) */
+  else
+    unlock_told(u);
+}
+
+int zkl_multilock_unlock_async(zkl_multilock_t *ml, zkl_release_fn fn,
+                               void *arg) {
+  zkl__acq_t *holds[ZKL_MULTILOCK_MAX];
+  struct unlocking *u;
+  size_t i;
+  int rc = fn ? holds_get(ml, holds) : ZKL_EINVAL;
+  if (rc != ZKL_OK)
+    return rc;
+  u = calloc(1, sizeof *u + ml->n * sizeof u->rel[0]);
+  if (!u || !(u->notice = zkl__notice_new())) {
+    free(u);
+    return holds_put(ml, ZKL_ENOMEM); /* still held */
+  }
+  u->ml = ml;
+  u->left = ml->n;
+  u->fn = fn;
+  u->arg = arg;
+  pthread_mutex_lock(&ml->c->mu);
+  ml->held = 0;
+  for (i = 0; i < ml->n; i++) {
+    ml->j.a[i] = NULL;
+    zkl__release_start(&u->rel[i], holds[i], member_released, u);
+  }
+  pthread_mutex_unlock(&ml->c->mu);
+  return ZKL_OK;
 }
 
 int zkl_multilock_guarded(zkl_multilock_t *ml, zkl_op_t *ops, size_t n,
