@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # model.sh: check the spin models of the queue protocol (model/zklock.pml),
-# the multi-lock's giving way (model/multilock.pml) and the read-write
-# lock's downgrade mark (model/rwmark.pml).
+# the multi-lock's giving way (model/multilock.pml), the read-write
+# lock's downgrade mark (model/rwmark.pml) and the counting semaphore
+# (model/semaphore.pml).
 #
 #   bash scripts/model.sh           the bounded checks (make check runs these)
 #   bash scripts/model.sh --deep    those and larger bounds, for humans
@@ -38,7 +39,7 @@ cc=${MODEL_CC:-cc}
 # What a counterexample must show: a kind, and what pan prints for it.
 kind_re() {
   case $1 in
-  excl) echo 'assertion violated.*(incs\[j\]|peer_holds|holders\[)' ;; # two holders
+  excl) echo 'assertion violated.*(incs\[j\]|peer_holds|holders\[|lholders)' ;; # two holders (semaphore: more than N, or two N)
   unlock) echo 'assertion violated.*judged' ;;       # unlock said OK for a node not ours
   orphan) echo 'assertion violated.*(salive\[nown|!\(left\))' ;; # a node left behind
   stuck) echo 'assertion violated \(+fin==' ;;        # nothing can move, someone not done
@@ -67,6 +68,7 @@ LIVE="-m20000 -w23 -a -f"
 NPROG="-m20000 -w20 -l"
 ML=multilock.pml
 RW=rwmark.pml
+SEM=semaphore.pml
 # a copy of a name matters only while a create's reply is lost: RDURING
 COPY="-DROGUE=1 -DRCOPY=1 -DRPLANT=0 -DRDELETE=0 -DRREPLACE=0 -DRDURING"
 
@@ -105,6 +107,17 @@ mutant-ml-yield-any|nonprogress|-DBUG_YIELD_ANY -DMULTIS=2 -DNESTED=1|$NPROG|-DN
 rw-mark|none|-DDOWNGRADE -DGW=3 -DROGUE=1|$SAFE|-DSAFETY|$RW
 mutant-rw-ignore-change|commit|-DBUG_IGNORE_CHANGE -DGW=2 -DROGUE=1|$SAFE|-DSAFETY|$RW
 mutant-rw-check-any|commit|-DBUG_CHECK_ANY -DGW=2 -DROGUE=1|$SAFE|-DSAFETY|$RW
+semaphore-safety|none|-DM=3 -DCYCLES=2 -DGIVEUP=1 -DEXPIRE=1 -DLOSTMARK=1|$SAFE|-DSAFETY|$SEM
+semaphore-agree|none|-DM=3 -DL2=3 -DROGUE=1 -DREAP=1|$SAFE|-DSAFETY|$SEM
+semaphore-liveness|none|-DLIVE -DM=4 -DSTAY=1 -DLOSTMARK=1|$LIVE|-DNFAIR=3|$SEM
+mutant-semaphore-no-name-n|excl|-DBUG_NO_NAME_N -DM=3 -DL2=3 -DROGUE=1|$SAFE|-DSAFETY|$SEM
+mutant-semaphore-handoff-any|excl|-DBUG_HANDOFF_ANY -DM=3 -DL0=1 -DL1=1 -DL2=1 -DGIVEUP=1|$SAFE|-DSAFETY|$SEM
+mutant-semaphore-watch-nearest|cycle|-DBUG_WATCH_NEAREST -DLIVE -DM=3 -DSTAY=1|$LIVE|-DNFAIR=3|$SEM
+mutant-semaphore-no-relay|cycle|-DBUG_NO_RELAY -DBUG_NO_POLL -DLIVE -DM=4 -DSTAY=1|$LIVE|-DNFAIR=3|$SEM
+mutant-semaphore-relay-waited|cycle|-DBUG_RELAY_WAITED -DBUG_NO_POLL -DLIVE -DM=4 -DSTAY=1|$LIVE|-DNFAIR=3|$SEM
+mutant-semaphore-no-poll|cycle|-DBUG_NO_POLL -DLIVE -DM=4 -DSTAY=1 -DLOSTMARK=1|$LIVE|-DNFAIR=3|$SEM
+mutant-semaphore-no-delete|orphan|-DBUG_NO_DELETE -DM=2|$SAFE|-DSAFETY|$SEM
+mutant-semaphore-keep-refused|orphan|-DBUG_KEEP_REFUSED -DM=2 -DL1=3|$SAFE|-DSAFETY|$SEM
 "
 # Larger bounds: each check a few minutes and a few GB at most. deep-expiry
 # stores states hash-compacted (-DHC4: a state is missed only on a 64-bit
@@ -128,11 +141,15 @@ redundant-owner-recover|none|-DBUG_NO_OWNER_RECOVER -DROGUE=1 -DCONN=1 -DGIVEUP=
 redundant-epoch-deep|none|-DBUG_NO_EPOCH -DROGUE=1 -DCONN=1 -DEXPIRE=1 -DGIVEUP=0|$DSAFE|$DC
 deep-ml-three-sets|none|-DMULTIS=3 -DNESTED=1 -DMCYCLES=2 -DNCYCLES=2 -DGIVEUP=1 -DROGUE=1|$DSAFE|$DC|$ML
 deep-ml-progress|none|-DMULTIS=2 -DNESTED=2 -DMCYCLES=2 -DNCYCLES=3 -DGIVEUP=1 -DROGUE=1|$DSAFE -l|-DNP -DMEMLIM=6000|$ML
+deep-semaphore-four|none|-DM=4 -DCYCLES=2 -DGIVEUP=1 -DEXPIRE=1 -DLOSTMARK=1|$DSAFE|$DC|$SEM
+deep-semaphore-agree|none|-DM=4 -DL2=3 -DL3=1 -DCYCLES=2 -DROGUE=2 -DREAP=1 -DGIVEUP=1 -DEXPIRE=1|$DSAFE|$DC|$SEM
+deep-semaphore-liveness|none|-DLIVE -DM=4 -DSTAY=1 -DLOSTMARK=1 -DGIVEUP=1 -DEXPIRE=1 -DCYCLES=2|$DLIVE|-DNFAIR=3 -DMEMLIM=6000|$SEM
+redundant-semaphore-no-dir|none|-DBUG_NO_DIR -DM=4 -DL2=3 -DL3=1 -DCYCLES=2 -DROGUE=1 -DREAP=1|$DSAFE|$DC|$SEM
 "
 [ "$deep" = 0 ] || checks="$checks$deep_checks"
 
 if [ "$list" = 1 ]; then
-  printf '%s\n' "$checks" | awk -F'|' 'NF { printf "%-24s expect %-8s %s%s\n", $1, $2, $3, ($6 == "" ? "" : " (" $6 ")") }'
+  printf '%s\n' "$checks" | awk -F'|' 'NF { printf "%-30s expect %-8s %s%s\n", $1, $2, $3, ($6 == "" ? "" : " (" $6 ")") }'
   exit 0
 fi
 for tool in spin "$cc"; do
