@@ -141,10 +141,11 @@ redundant-owner-recover|none|-DBUG_NO_OWNER_RECOVER -DROGUE=1 -DCONN=1 -DGIVEUP=
 redundant-epoch-deep|none|-DBUG_NO_EPOCH -DROGUE=1 -DCONN=1 -DEXPIRE=1 -DGIVEUP=0|$DSAFE|$DC
 deep-ml-three-sets|none|-DMULTIS=3 -DNESTED=1 -DMCYCLES=2 -DNCYCLES=2 -DGIVEUP=1 -DROGUE=1|$DSAFE|$DC|$ML
 deep-ml-progress|none|-DMULTIS=2 -DNESTED=2 -DMCYCLES=2 -DNCYCLES=3 -DGIVEUP=1 -DROGUE=1|$DSAFE -l|-DNP -DMEMLIM=6000|$ML
-deep-semaphore-four|none|-DM=4 -DCYCLES=2 -DGIVEUP=1 -DEXPIRE=1 -DLOSTMARK=1|$DSAFE|$DC|$SEM
-deep-semaphore-agree|none|-DM=4 -DL2=3 -DL3=1 -DCYCLES=2 -DROGUE=2 -DREAP=1 -DGIVEUP=1 -DEXPIRE=1|$DSAFE|$DC|$SEM
-deep-semaphore-liveness|none|-DLIVE -DM=4 -DSTAY=1 -DLOSTMARK=1 -DGIVEUP=1 -DEXPIRE=1 -DCYCLES=2|$DLIVE|-DNFAIR=3 -DMEMLIM=6000|$SEM
-redundant-semaphore-no-dir|none|-DBUG_NO_DIR -DM=4 -DL2=3 -DL3=1 -DCYCLES=2 -DROGUE=1 -DREAP=1|$DSAFE|$DC|$SEM
+deep-semaphore-four|none|-DM=4 -DGIVEUP=2 -DEXPIRE=1 -DLOSTMARK=1|$DSAFE|$DC|$SEM
+deep-semaphore-cycles|none|-DM=4 -DCYCLES=2 -DLOSTMARK=1|$DSAFE|$DC|$SEM
+deep-semaphore-agree|none|-DM=3 -DL1=1 -DL2=3 -DCYCLES=2 -DROGUE=1 -DREAP=1|$DSAFE|$DC|$SEM
+deep-semaphore-liveness|none|-DLIVE -DM=4 -DSTAY=1 -DLOSTMARK=1 -DGIVEUP=1 -DEXPIRE=1|$DLIVE|-DNFAIR=3 -DMEMLIM=6000|$SEM
+redundant-semaphore-no-dir|none|-DBUG_NO_DIR -DM=4 -DL2=3 -DL3=1 -DGIVEUP=1 -DEXPIRE=1|$DSAFE|$DC|$SEM
 "
 [ "$deep" = 0 ] || checks="$checks$deep_checks"
 
