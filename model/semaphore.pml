@@ -32,6 +32,8 @@
  *   GIVEUP    waits cancelled or timed out                            [0]
  *   EXPIRE    session expiries (a holder is told LOST first)          [0]
  *   LOSTMARK  relay marks lost with the connection                    [0]
+ *   LISTLOST  join listings whose reply is lost with the connection   [0]
+ *             (the create's reply came)
  *   ROGUE     rewrites of the directory's data                        [0]
  *   REAP      deletions of the empty directory                        [0]
  *   LIVE      the liveness claim instead of the end-state checks
@@ -51,6 +53,11 @@
  *   BUG_KEEP_REFUSED  a refused member (ZKL_EMISMATCH) keeps its node
  *   BUG_NO_DIR        the directory's max=N is not read (every member
  *                     agrees with it)
+ * The fix of a defect the model found (model/README.md, "Findings"):
+ *   FIX_UNREAD_DIR    a join that did not read the directory (the object
+ *                     agreed with it before) and lost its listing reads
+ *                     it before it judges it; today's code takes the
+ *                     unsent read for a directory without data
  */
 
 #ifndef M
@@ -89,6 +96,9 @@
 #ifndef STAY
 #define STAY 0
 #endif
+#ifndef LISTLOST
+#define LISTLOST 0
+#endif
 
 #define QS 4 /* the queue's room: M <= QS, one node per member at most */
 
@@ -102,6 +112,7 @@ byte seqc;         /* the directory's sequence counter */
 bool dexists;      /* the directory */
 byte dirN;         /* its data, "max=N"; 0: no data */
 byte dstamp;       /* its (czxid, data version) */
+byte dver;         /* its data version */
 byte dst;          /* the stamps handed out */
 
 /* the members */
@@ -114,6 +125,7 @@ byte giveups = GIVEUP;
 byte expiries = EXPIRE;
 byte lostmarks = LOSTMARK;
 byte stays = STAY;
+byte listlost = LISTLOST;
 
 #define IN(s) ((s) != 0 && (qs[0] == (s) || qs[1] == (s) || qs[2] == (s) || qs[3] == (s)))
 #define GONE(s) ((s) != 0 && !IN(s))
@@ -163,6 +175,7 @@ inline remove(s) {
 #define S_LATER 6   /* waiting: a later waiter, watching its predecessor */
 #define S_HELD 8    /* in the critical section */
 #define S_JOIN 9    /* joining again in the same run (ZKL__RETRY) */
+#define S_RELIST 10 /* step_list_start: a listing after the join's was lost */
 
 /* position(): what a listing says, judged when it is taken */
 #define P_HOLD 1
@@ -286,16 +299,26 @@ inline act(p) {
   plan = 0
 }
 
-/* zkl__step_agree() on the directory read gdN (stamp gdS), then the
- * position of the join's listing */
+/* agreed(): the join's listing judged, or a new one (step_list_start)
+ * if there is none */
+inline agreed(p) {
+  if
+  :: have -> act(p)
+  :: else -> st = S_RELIST; plan = 0
+  fi;
+  have = 0
+}
+
+/* zkl__step_agree() on the directory read gdN (stamp gdS, data version
+ * gdV), then agreed() */
 inline agree(p) {
   if
-  :: gdN == LIM[p] -> cS = gdS; gdN = 0; gdS = 0; act(p)
+  :: gdN == LIM[p] -> cS = gdS; gdN = 0; gdS = 0; gdV = 0; agreed(p)
   :: gdN != 0 && gdN != LIM[p] ->
      cS = 0;
      if
-     :: la -> gdN = 0; gdS = 0; act(p) /* the live leases before ours say our N */
-     :: else -> printf("MSC: %d: the directory says max=%d\n", p, gdN); gdN = 0; gdS = 0; la = 0; plan = 0; REFUSE(p)
+     :: la -> gdN = 0; gdS = 0; gdV = 0; agreed(p) /* the live leases before ours say our N */
+     :: else -> printf("MSC: %d: the directory says max=%d\n", p, gdN); gdN = 0; gdS = 0; gdV = 0; la = 0; plan = 0; have = 0; REFUSE(p)
      fi
   :: gdN == 0 -> st = S_SET /* no data: ours, by a conditional write */
   fi
@@ -303,8 +326,8 @@ inline agree(p) {
 
 proctype member(byte p) {
   byte st, c, i, k, lholders, lmin, lmax, plan, w0, w1, w2, pred;
-  byte gdN, gdS, lsS, cS; /* the directory read with the join, the listing's stamp, the one agreed */
-  bool la, dis, behind, waited, relay;
+  byte gdN, gdS, gdV, lsS, cS; /* the directory read with the join, the listing's stamp, the one agreed */
+  bool la, dis, behind, waited, relay, have;
 end:
   do
   /* step_join(): the directory made first if missing (with our max=N),
@@ -313,14 +336,15 @@ end:
        if :: st == S_IDLE -> waited = 0 :: else fi; /* a new run */
        inq[p] = 1;
        if
-       :: !dexists -> dexists = 1; dirN = LIM[p]; dst++; dstamp = dst;
+       :: !dexists -> dexists = 1; dirN = LIM[p]; dver = 0; dst++; dstamp = dst;
           printf("MSC: %d makes the directory, max=%d\n", p, dirN)
        :: else
        fi;
 #ifdef BUG_NO_DIR
        gdS = 0;
 #else
-       if :: cS == 0 -> gdN = dirN; gdS = dstamp :: else -> gdN = 0; gdS = 0 fi;
+       /* not sent: r->gd as zkl__prep() left it, ZOK and all zero */
+       if :: cS == 0 -> gdN = dirN; gdS = dstamp; gdV = dver :: else -> gdN = 0; gdS = 0; gdV = 0 fi;
 #endif
        st = S_CREATE }
   /* the create (ZNONODE: the directory made again, zkl__step_mkdir) */
@@ -334,26 +358,42 @@ end:
    * the one agreed with, or else judged on the read sent before the
    * create if that is of the same stamp, or else read again */
   :: atomic { st == S_LIST0 ->
-       look(p); lsS = dstamp;
+       look(p); lsS = dstamp; have = 1;
+       if
+       :: listlost > 0 -> listlost--; have = 0; la = 0; /* leases_agree() needs a listing */
+          printf("MSC: %d's listing is lost\n", p)
+       :: true
+       fi;
 #ifdef BUG_NO_DIR
-       act(p)
+       agreed(p)
 #else
        if
-       :: cS != 0 && lsS == cS -> act(p)
-       :: else ->
-          if
-          :: gdS == lsS -> agree(p)
-          :: else -> st = S_REREAD
-          fi
+       :: have && cS != 0 && lsS == cS -> agreed(p)
+       :: have && !(cS != 0 && lsS == cS) && gdS != lsS -> st = S_REREAD
+       :: have && !(cS != 0 && lsS == cS) && gdS == lsS -> agree(p)
+#ifdef FIX_UNREAD_DIR
+       :: !have && gdS == 0 -> st = S_REREAD
+       :: !have && gdS != 0 -> agree(p)
+#else
+       :: !have -> agree(p) /* r->gd as it is: read, or never sent */
+#endif
        fi;
        lsS = 0
 #endif
      }
-  :: atomic { st == S_REREAD -> gdN = dirN; gdS = dstamp; agree(p) }
-  /* step_agree_set(): setData at the version read */
+  :: atomic { st == S_REREAD -> gdN = dirN; gdS = dstamp; gdV = dver; agree(p) }
+  /* step_agree_set(): setData at the data version read; the directory
+   * (czxid, version) kept as agreed with */
   :: atomic { st == S_SET ->
        if
-       :: dstamp == gdS -> dirN = LIM[p]; dst++; dstamp = dst; cS = dstamp; gdS = 0; act(p)
+       :: dver == gdV ->
+          printf("MSC: %d writes max=%d over max=%d (version %d)\n", p, LIM[p], dirN, dver);
+          /* a member writes its max=N only where there is none (or
+           * its own: a version more, harmless) */
+          assert(dirN == 0 || dirN == LIM[p]);
+          dirN = LIM[p]; dver++; dst++;
+          if :: dstamp == gdS -> cS = dst :: else -> cS = 0 fi;
+          dstamp = dst; gdS = 0; gdV = 0; agreed(p)
        :: else -> st = S_REREAD
        fi }
   /* the first waiter: any of the holders it watches deleted, the zero-read
@@ -374,6 +414,8 @@ end:
   /* or after ZKL__POLL_MS (p->poll): a relay may have been lost */
   :: atomic { st == S_LATER -> printf("MSC: %d polls\n", p); look(p); act(p) }
 #endif
+  /* step_list() after the join's listing was lost */
+  :: atomic { st == S_RELIST -> look(p); act(p) }
   /* a cancel or a deadline ends a wait */
   :: d_step { (st == S_FIRST || st == S_LATER) && giveups > 0 ->
        giveups--; printf("MSC: %d gives up\n", p); drop(p) }
@@ -412,7 +454,7 @@ end:
   do
   :: atomic { left > 0 && dexists -> left--;
        if :: dirN = 0 :: dirN = 1 :: dirN = 2 :: dirN = 3 fi;
-       dst++; dstamp = dst;
+       dver++; dst++; dstamp = dst;
        printf("MSC: rogue writes max=%d into the directory\n", dirN) }
   od
 }
@@ -424,7 +466,7 @@ proctype reaper() {
   byte left = REAP;
 end:
   do
-  :: atomic { left > 0 && dexists && qs[0] == 0 -> left--; dexists = 0; dirN = 0;
+  :: atomic { left > 0 && dexists && qs[0] == 0 -> left--; dexists = 0; dirN = 0; dver = 0;
        printf("MSC: the empty directory is deleted\n") }
   od
 }
