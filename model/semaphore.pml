@@ -53,11 +53,11 @@
  *   BUG_KEEP_REFUSED  a refused member (ZKL_EMISMATCH) keeps its node
  *   BUG_NO_DIR        the directory's max=N is not read (every member
  *                     agrees with it)
- * The fix of a defect the model found (model/README.md, "Findings"):
- *   FIX_UNREAD_DIR    a join that did not read the directory (the object
- *                     agreed with it before) and lost its listing reads
- *                     it before it judges it; today's code takes the
- *                     unsent read for a directory without data
+ *   BUG_UNREAD_DIR    the code before F5's fix (model/README.md,
+ *                     "Findings"): a join that did not read the directory
+ *                     (the object agreed with it before) and lost its
+ *                     listing takes the unsent read for a directory
+ *                     without data; the fix reads it first
  */
 
 #ifndef M
@@ -371,11 +371,12 @@ end:
        :: have && cS != 0 && lsS == cS -> agreed(p)
        :: have && !(cS != 0 && lsS == cS) && gdS != lsS -> st = S_REREAD
        :: have && !(cS != 0 && lsS == cS) && gdS == lsS -> agree(p)
-#ifdef FIX_UNREAD_DIR
+#ifdef BUG_UNREAD_DIR
+       :: !have -> agree(p) /* r->gd as it is: read, or never sent */
+#else
+       /* step_join(): r->gd unsent is marked unread, and read here */
        :: !have && gdS == 0 -> st = S_REREAD
        :: !have && gdS != 0 -> agree(p)
-#else
-       :: !have -> agree(p) /* r->gd as it is: read, or never sent */
 #endif
        fi;
        lsS = 0

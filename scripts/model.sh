@@ -120,7 +120,8 @@ mutant-semaphore-relay-waited|cycle|-DBUG_RELAY_WAITED -DBUG_NO_POLL -DLIVE -DM=
 mutant-semaphore-no-poll|cycle|-DBUG_NO_POLL -DLIVE -DM=4 -DSTAY=1 -DLOSTMARK=1|$LIVE|-DNFAIR=3|$SEM
 mutant-semaphore-no-delete|orphan|-DBUG_NO_DELETE -DM=2|$SAFE|-DSAFETY|$SEM
 mutant-semaphore-keep-refused|orphan|-DBUG_KEEP_REFUSED -DM=2 -DL1=3|$SAFE|-DSAFETY|$SEM
-finding-semaphore-unread-dir|overwrite|-DLISTLOST=1 -DM=2 -DL1=3 -DCYCLES=2 -DREAP=1|$SAFE|-DSAFETY|$SEM
+semaphore-list-lost|none|-DLISTLOST=1 -DM=2 -DL1=3 -DCYCLES=2 -DREAP=1|$SAFE|-DSAFETY|$SEM
+mutant-semaphore-unread-dir|overwrite|-DBUG_UNREAD_DIR -DLISTLOST=1 -DM=2 -DL1=3 -DCYCLES=2 -DREAP=1|$SAFE|-DSAFETY|$SEM
 "
 # Larger bounds: each check a few minutes and a few GB at most. deep-expiry
 # stores states hash-compacted (-DHC4: a state is missed only on a 64-bit

@@ -485,6 +485,46 @@ static void test_batch_failed_neighbour(void) {
   zkl_client_destroy(c);
 }
 
+/* F5, found by the model (model/semaphore.pml): a semaphore object that
+ * agreed with its directory once does not read it again when it joins.
+ * The directory is deleted (our release took it along) and made again by
+ * a member of another N; our join's listing is then lost. The unsent read
+ * of the directory was taken for a directory with no data at version 0:
+ * we wrote our max=N over theirs, and were admitted where a member of
+ * another N must be refused (ZKL_EMISMATCH). */
+static void test_semaphore_listing_lost(void) {
+  zkl_client_t *c = client(10000), *c2 = client(10000);
+  zkl_semaphore_t *s3 = NULL, *s2 = NULL;
+  zkl_semaphore_options_t o = {0};
+  zkl_lease_t *l = NULL, *l2 = NULL;
+  char path[256], data[64];
+  int len = sizeof data - 1;
+  new_root();
+  o.root = root;
+  CHECK_RC(zkl_semaphore_create(&s3, c, "f5", 3, &o), ZKL_OK);
+  CHECK_RC(zkl_semaphore_create(&s2, c2, "f5", 2, &o), ZKL_OK);
+  CHECK_RC(zkl_semaphore_acquire(s3, &l), ZKL_OK);
+  CHECK_RC(zkl_lease_release(l), ZKL_OK);
+  snprintf(path, sizeof path, "%s/f5", root);
+  WAIT_FOR(!admin_exists(path), 5000); /* taken along by the release */
+  CHECK_RC(zkl_semaphore_acquire(s2, &l2), ZKL_OK); /* max=2 now */
+  atomic_store(&zkl__fault_children_lost, 1);
+  l = NULL;
+  CHECK_RC(zkl_semaphore_timedacquire(s3, zkl_now_ms() + 5000, &l),
+           ZKL_EMISMATCH);
+  CHECK_INT(atomic_load(&zkl__fault_children_lost), ==, 0); /* it was hit */
+  if (l)
+    zkl_lease_release(l);
+  memset(data, 0, sizeof data);
+  CHECK_INT(zoo_get(admin, path, 0, data, &len, NULL), ==, ZOK);
+  CHECK_STR(data, "max=2"); /* theirs, untouched */
+  CHECK_RC(zkl_lease_release(l2), ZKL_OK);
+  CHECK_RC(zkl_semaphore_destroy(s3), ZKL_OK);
+  CHECK_RC(zkl_semaphore_destroy(s2), ZKL_OK);
+  zkl_client_destroy(c);
+  zkl_client_destroy(c2);
+}
+
 int main(void) {
   root_tag = "zklfaults";
   admin_open();
@@ -496,6 +536,7 @@ int main(void) {
   RUN(test_multilock_read_lost);
   RUN(test_batch_failed_neighbour);
   RUN(test_multi_on_expired_handle);
+  RUN(test_semaphore_listing_lost);
   admin_close();
   return CHECK_DONE();
 }

@@ -159,6 +159,9 @@ static void step_join(zkl__acq_t *a) {
                               (q->flags & ZKL__Q_KEEP_DIR) != 0));
   if (read_dir) /* first: what the directory says binds a node made after */
     zkl__sent(a, &r->gd, zkl__get(&r->gd, r->s, q->dir, 0));
+  else /* not read: should the listing be lost, agree() reads it then, and
+        * never takes this unsent call for a directory with no data (F5) */
+    r->gd.rc = ZCONNECTIONLOSS;
   zkl__sent(a, &r->cr,
             zkl__create(&r->cr, r->s, full, data, (int)len,
                         ZOO_EPHEMERAL_SEQUENTIAL));

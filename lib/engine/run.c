@@ -147,6 +147,7 @@ int zkl__queue_start_member(zkl__queue_t *q, int mode, int shared,
   a->run->first = 0; /* as after a join: the look below is the first */
   a->run->ls = *ls;  /* the listing sent behind the transaction */
   memset(ls, 0, sizeof *ls);
+  a->run->gd.rc = ZCONNECTIONLOSS; /* the directory was not read (F5) */
   zkl__joined(a);
   *out = a;
   zkl__advance(a);

@@ -17,7 +17,8 @@
 #include "internal.h"
 
 #ifdef ZKL_FAULT_INJECTION
-_Atomic int zkl__fault_create_nomem, zkl__fault_stat_lost;
+_Atomic int zkl__fault_create_nomem, zkl__fault_stat_lost,
+    zkl__fault_children_lost;
 #define FAULT(f) atomic_exchange(&(f), 0)
 #else
 #define FAULT(f) 0
@@ -105,6 +106,8 @@ void zkl__on_children(int rc, const struct String_vector *v,
   zkl__call_t *call = (zkl__call_t *)data;
   zkl_client_t *c = call->c;
   pthread_mutex_lock(&c->mu);
+  if (FAULT(zkl__fault_children_lost))
+    rc = ZCONNECTIONLOSS;
   if (rc == ZOK && stat)
     call->stat = *stat; /* the parent's: which incarnation we listed */
   if (rc == ZOK && v && v->count > 0) {

@@ -200,6 +200,8 @@ ZKL__HIDDEN void zkl__call_wait(zkl__call_t **calls, int n);
  * create completion cannot keep the node's name (as if out of memory), the
  * next exists or getData completion reports a lost connection. */
 ZKL__HIDDEN extern _Atomic int zkl__fault_create_nomem, zkl__fault_stat_lost;
+/* The next getChildren completion reports a lost connection. */
+ZKL__HIDDEN extern _Atomic int zkl__fault_children_lost;
 /* While positive, that many new session handles cannot be made (EMFILE). */
 ZKL__HIDDEN extern _Atomic int zkl__fault_new_session;
 #endif
