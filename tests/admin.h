@@ -5,6 +5,7 @@
 #ifndef ZKLOCK_TEST_ADMIN_H
 #define ZKLOCK_TEST_ADMIN_H
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <unistd.h>
@@ -224,6 +225,18 @@ static inline int log_has(struct logbuf *b, const char *what) {
 }
 
 /* Connects the admin; exits 77 (skip) without an ensemble. */
+/* Threads of this process now (an async form must start none). */
+static inline int threads_now(void) {
+  DIR *d = opendir("/proc/self/task");
+  struct dirent *de;
+  int n = 0;
+  while (d && (de = readdir(d)))
+    n += de->d_name[0] != '.';
+  if (d)
+    closedir(d);
+  return n;
+}
+
 static void admin_open(void) {
   servers = getenv("ZKL_TEST_SERVERS");
   if (!servers || !*servers) {

@@ -3,7 +3,6 @@
  * queue engine with no thread each: one HELD per term, resignations that
  * race the grant or come from the callback itself, destroy while
  * campaigning. */
-#include <dirent.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -200,18 +199,6 @@ static void test_bad_input(void) {
 }
 
 /* ---- candidacies as runs of the engine ------------------------------- */
-
-/* Threads of this process now. */
-static int threads_now(void) {
-  DIR *d = opendir("/proc/self/task");
-  struct dirent *de;
-  int n = 0;
-  while (d && (de = readdir(d)))
-    n += de->d_name[0] != '.';
-  if (d)
-    closedir(d);
-  return n;
-}
 
 /* What one candidate's callback saw; `resign_on_held`: it resigns its
  * own term from inside the callback (the event thread, or the thread in
