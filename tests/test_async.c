@@ -208,7 +208,7 @@ static void test_release_async(void) {
  * wait for its own thread (it hung there). */
 struct in_cb {
   zkl_mutex_t *busy; /* held elsewhere: its async acquire waits */
-  int destroyed;     /* zkl_mutex_destroy's code, + 1 once it returned */
+  _Atomic int destroyed; /* zkl_mutex_destroy's code, + 1 once it returned */
 };
 
 static void never_called(zkl_hold_t *h, int rc, void *arg) {
@@ -226,7 +226,7 @@ static void cancel_destroy(zkl_hold_t *h, int rc, void *arg) {
                                 &w),
            ZKL_OK);
   CHECK_RC(zkl_hold_cancel(w), ZKL_OK);
-  k->destroyed = zkl_mutex_destroy(k->busy) + 1;
+  atomic_store(&k->destroyed, zkl_mutex_destroy(k->busy) + 1);
   if (rc == ZKL_OK)
     CHECK_RC(zkl_hold_release_async(h, release_ignored, NULL), ZKL_OK);
 }
@@ -243,15 +243,15 @@ static void test_destroy_in_callback(void) {
   CHECK_RC(zkl_mutex_lock(busy2), ZKL_OK);
   for (i = 0; i < 5; i++) {
     k.busy = mutex(c, "busy");
-    k.destroyed = 0;
+    atomic_store(&k.destroyed, 0);
     CHECK_RC(zkl_mutex_lock_async(m, ZKL_NO_DEADLINE, cancel_destroy, &k, &h),
              ZKL_OK);
-    WAIT_FOR(k.destroyed != 0, 10000);
-    if (!k.destroyed) { /* the event thread hangs: nothing ends well now */
+    WAIT_FOR(atomic_load(&k.destroyed) != 0, 10000);
+    if (!atomic_load(&k.destroyed)) { /* the event thread hangs: give up */
       fprintf(stderr, "destroy from a callback did not return\n");
       abort();
     }
-    CHECK_INT(k.destroyed, ==, ZKL_OK + 1);
+    CHECK_INT(atomic_load(&k.destroyed), ==, ZKL_OK + 1);
   }
   CHECK_RC(zkl_mutex_unlock(busy2), ZKL_OK);
   EMPTIED("busy");
