@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # model.sh: check the spin models of the queue protocol (model/zklock.pml),
 # the multi-lock's giving way (model/multilock.pml), the read-write
-# lock's downgrade mark (model/rwmark.pml) and the counting semaphore
-# (model/semaphore.pml).
+# lock's downgrade mark (model/rwmark.pml), the counting semaphore
+# (model/semaphore.pml) and revocation (model/revoke.pml).
 #
 #   bash scripts/model.sh           the bounded checks (make check runs these)
 #   bash scripts/model.sh --deep    those and larger bounds, for humans
@@ -51,6 +51,8 @@ kind_re() {
   commit) echo 'assertion violated \(wshared' ;;     # an exclusive write committed beside a reader
   told) echo 'assertion violated.*ovl' ;;            # a hold beside a reader ended OK
   overwrite) echo 'assertion violated \(+dirN==0' ;;  # a semaphore directory's max=N overwritten
+  fenced) echo 'assertion violated \( *!\(forced\)' ;; # a revoked holder's guarded write committed
+  revline) echo 'assertion violated \(+ndata&asked' ;; # a revoker's line gone from the holder's data
   *) echo "model.sh: unknown kind $1" >&2; echo '^$never' ;;
   esac
 }
@@ -71,6 +73,7 @@ NPROG="-m20000 -w20 -l"
 ML=multilock.pml
 RW=rwmark.pml
 SEM=semaphore.pml
+RV=revoke.pml
 # a copy of a name matters only while a create's reply is lost: RDURING
 COPY="-DROGUE=1 -DRCOPY=1 -DRPLANT=0 -DRDELETE=0 -DRREPLACE=0 -DRDURING"
 
@@ -122,6 +125,13 @@ mutant-semaphore-no-delete|orphan|-DBUG_NO_DELETE -DM=2|$SAFE|-DSAFETY|$SEM
 mutant-semaphore-keep-refused|orphan|-DBUG_KEEP_REFUSED -DM=2 -DL1=3|$SAFE|-DSAFETY|$SEM
 semaphore-list-lost|none|-DLISTLOST=1 -DM=2 -DL1=3 -DCYCLES=2 -DREAP=1|$SAFE|-DSAFETY|$SEM
 mutant-semaphore-unread-dir|overwrite|-DBUG_UNREAD_DIR -DLISTLOST=1 -DM=2 -DL1=3 -DCYCLES=2 -DREAP=1|$SAFE|-DSAFETY|$SEM
+revoke-relay|none|-DGW=2 -DGC=1 -DREVOKERS=2 -DOWNW=1|$SAFE|-DSAFETY|$RV
+revoke-paused|none|-DGW=3 -DGC=2 -DREVOKERS=2 -DOWNW=0|$SAFE|-DSAFETY|$RV
+revoke-downgrade-merged|none|-DMERGE -DGW=2 -DGC=1 -DREVOKERS=2 -DOWNW=2|$SAFE|-DSAFETY|$RV
+finding-revoke-downgrade|revline|-DGW=2 -DGC=1 -DREVOKERS=2 -DOWNW=2|$SAFE|-DSAFETY|$RV
+mutant-revoke-no-check|fenced|-DBUG_NO_CHECK -DGW=1 -DGC=1 -DREVOKERS=1 -DOWNW=0|$SAFE|-DSAFETY|$RV
+mutant-revoke-set-any|revline|-DBUG_REVOKE_ANY -DGW=1 -DGC=1 -DREVOKERS=2 -DOWNW=0|$SAFE|-DSAFETY|$RV
+mutant-revoke-own-any|revline|-DBUG_OWN_ANY -DGW=1 -DGC=1 -DREVOKERS=1 -DOWNW=1|$SAFE|-DSAFETY|$RV
 "
 # Larger bounds: each check a few minutes and a few GB at most. deep-expiry
 # stores states hash-compacted (-DHC4: a state is missed only on a 64-bit
@@ -150,6 +160,8 @@ deep-semaphore-cycles|none|-DM=4 -DCYCLES=2 -DLOSTMARK=1|$DSAFE|$DC|$SEM
 deep-semaphore-agree|none|-DM=3 -DL1=1 -DL2=3 -DCYCLES=2 -DROGUE=1 -DREAP=1|$DSAFE|$DC|$SEM
 deep-semaphore-liveness|none|-DLIVE -DM=4 -DSTAY=1 -DLOSTMARK=1 -DGIVEUP=1 -DEXPIRE=1|$DLIVE|-DNFAIR=3 -DMEMLIM=6000|$SEM
 redundant-semaphore-no-dir|none|-DBUG_NO_DIR -DM=4 -DL2=3 -DL3=1 -DGIVEUP=1 -DEXPIRE=1|$DSAFE|$DC|$SEM
+deep-revoke-relay|none|-DGW=3 -DGC=2 -DREVOKERS=2 -DOWNW=1|$DSAFE|$DC|$RV
+deep-revoke-merged|none|-DMERGE -DGW=3 -DGC=2 -DREVOKERS=2 -DOWNW=2|$DSAFE|$DC|$RV
 "
 [ "$deep" = 0 ] || checks="$checks$deep_checks"
 
