@@ -29,9 +29,9 @@
  *   REVOKERS  revokers, 1 or 2                                       [2]
  *   OWNW      H's own write of N0: 0 none, 1 the relay (zkl__relay),
  *             2 the downgrade (zkl__queue_downgrade)                 [1]
- *   MERGE     (with OWNW=2) the downgrade merges the data it read: not
- *             today's code, a fix of the finding in model/README.md
  * Guards removed (model/README.md, "Mutants"):
+ *   BUG_DOWNGRADE_FRESH  (with OWNW=2) the code before F6's fix: the
+ *                   downgrade's retry writes data built before it read
  *   BUG_NO_CHECK    the guarded write without the check of N0
  *   BUG_REVOKE_ANY  the revoker's setData at version -1
  *   BUG_OWN_ANY     H's own write at version -1
@@ -230,10 +230,10 @@ next:
           ok = nexists && nver == v;
 #endif
           if
-#ifdef MERGE
-          :: ok -> set_n0(rd | MK, 0); hdv = nver;
-#else
+#ifdef BUG_DOWNGRADE_FRESH
           :: ok -> set_n0(MK, 0); hdv = nver;
+#else
+          :: ok -> set_n0(rd | MK, 0); hdv = nver; /* merged (F6) */
 #endif
              printf("MSC: H's downgrade writes N0 at version %d\n", v)
           :: !ok && !nexists -> lose()

@@ -127,8 +127,8 @@ semaphore-list-lost|none|-DLISTLOST=1 -DM=2 -DL1=3 -DCYCLES=2 -DREAP=1|$SAFE|-DS
 mutant-semaphore-unread-dir|overwrite|-DBUG_UNREAD_DIR -DLISTLOST=1 -DM=2 -DL1=3 -DCYCLES=2 -DREAP=1|$SAFE|-DSAFETY|$SEM
 revoke-relay|none|-DGW=2 -DGC=1 -DREVOKERS=2 -DOWNW=1|$SAFE|-DSAFETY|$RV
 revoke-paused|none|-DGW=3 -DGC=2 -DREVOKERS=2 -DOWNW=0|$SAFE|-DSAFETY|$RV
-revoke-downgrade-merged|none|-DMERGE -DGW=2 -DGC=1 -DREVOKERS=2 -DOWNW=2|$SAFE|-DSAFETY|$RV
-finding-revoke-downgrade|revline|-DGW=2 -DGC=1 -DREVOKERS=2 -DOWNW=2|$SAFE|-DSAFETY|$RV
+revoke-downgrade|none|-DGW=2 -DGC=1 -DREVOKERS=2 -DOWNW=2|$SAFE|-DSAFETY|$RV
+mutant-revoke-downgrade-fresh|revline|-DBUG_DOWNGRADE_FRESH -DGW=2 -DGC=1 -DREVOKERS=2 -DOWNW=2|$SAFE|-DSAFETY|$RV
 mutant-revoke-no-check|fenced|-DBUG_NO_CHECK -DGW=1 -DGC=1 -DREVOKERS=1 -DOWNW=0|$SAFE|-DSAFETY|$RV
 mutant-revoke-set-any|revline|-DBUG_REVOKE_ANY -DGW=1 -DGC=1 -DREVOKERS=2 -DOWNW=0|$SAFE|-DSAFETY|$RV
 mutant-revoke-own-any|revline|-DBUG_OWN_ANY -DGW=1 -DGC=1 -DREVOKERS=1 -DOWNW=1|$SAFE|-DSAFETY|$RV
@@ -161,7 +161,7 @@ deep-semaphore-agree|none|-DM=3 -DL1=1 -DL2=3 -DCYCLES=2 -DROGUE=1 -DREAP=1|$DSA
 deep-semaphore-liveness|none|-DLIVE -DM=4 -DSTAY=1 -DLOSTMARK=1 -DGIVEUP=1 -DEXPIRE=1|$DLIVE|-DNFAIR=3 -DMEMLIM=6000|$SEM
 redundant-semaphore-no-dir|none|-DBUG_NO_DIR -DM=4 -DL2=3 -DL3=1 -DGIVEUP=1 -DEXPIRE=1|$DSAFE|$DC|$SEM
 deep-revoke-relay|none|-DGW=3 -DGC=2 -DREVOKERS=2 -DOWNW=1|$DSAFE|$DC|$RV
-deep-revoke-merged|none|-DMERGE -DGW=3 -DGC=2 -DREVOKERS=2 -DOWNW=2|$DSAFE|$DC|$RV
+deep-revoke-downgrade|none|-DGW=3 -DGC=2 -DREVOKERS=2 -DOWNW=2|$DSAFE|$DC|$RV
 "
 [ "$deep" = 0 ] || checks="$checks$deep_checks"
 

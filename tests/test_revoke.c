@@ -293,6 +293,39 @@ static void test_curator_request_and_unwatched(void) {
   zkl_client_destroy(r);
 }
 
+/* F6, found by model/revoke.pml: a writer asked to give the lock back
+ * downgrades. Its mark is written at the version it expects; the request
+ * moved it; on the retry it wrote its own fresh data over the request it
+ * had just read, which was lost (and the holder might never hear it).
+ * The request must stay, beside the mark. */
+static void test_downgrade_keeps_request(void) {
+  zkl_client_t *c = client(10000), *r = client(10000);
+  zkl_rwlock_options_t o = {0};
+  zkl_rwlock_t *rw = NULL;
+  char node[256], buf[2048];
+  int header = 0, len = sizeof buf - 1;
+  unsigned forced = 9;
+  new_root();
+  o.root = root;
+  CHECK_RC(zkl_rwlock_create(&rw, c, "dg", &o), ZKL_OK);
+  CHECK_RC(zkl_rwlock_wrlock(rw), ZKL_OK);
+  CHECK_RC(zkl_rwlock_node_path(rw, node, sizeof node), ZKL_OK);
+  CHECK_RC(zkl_revoke(r, root, "dg", NULL, -1, &forced), ZKL_OK);
+  CHECK_INT(requests(node, &header), ==, 1);
+  CHECK_RC(zkl_rwlock_downgrade(rw), ZKL_OK);
+  CHECK_INT(requests(node, &header), ==, 1); /* the request stayed */
+  CHECK(header);
+  admin_sync(node);
+  CHECK_INT(zoo_get(admin, node, 0, buf, &len, NULL), ==, ZOK);
+  buf[len < 0 ? 0 : len] = '\0';
+  CHECK(strstr(buf, "\nmode=read\n") != NULL); /* and the mark with it */
+  CHECK_RC(zkl_rwlock_rdunlock(rw), ZKL_OK);
+  CHECK_INT(queue_count("dg"), ==, 0);
+  CHECK_RC(zkl_rwlock_destroy(rw), ZKL_OK);
+  zkl_client_destroy(c);
+  zkl_client_destroy(r);
+}
+
 int main(void) {
   root_tag = "zklrevoke";
   admin_open();
@@ -304,6 +337,7 @@ int main(void) {
   RUN(test_waiter);
   RUN(test_leases);
   RUN(test_curator_request_and_unwatched);
+  RUN(test_downgrade_keeps_request);
   admin_close();
   return CHECK_DONE();
 }

@@ -16,9 +16,11 @@
  * are out. With `sync`, a sync goes first in the same round trip, so that
  * the read sees every write committed before the call, through any
  * server. *intact: whether its data is as we wrote it (zkl__data_intact).
- * Returns the read's ZooKeeper code. */
+ * With `data`, the data read is handed over (*data NULL when none; the
+ * caller frees it). Returns the read's ZooKeeper code. */
 static int stat_own(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a, int sync,
-                    struct Stat *out, int *intact) {
+                    struct Stat *out, int *intact, char **data,
+                    size_t *data_len) {
   zkl__call_t sy, st, *ptrs[2] = {&sy, &st};
   int left, rc;
   s->refs++;
@@ -35,6 +37,12 @@ static int stat_own(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a, int sync,
   *out = st.stat;
   *intact = st.rc == ZOK && zkl__acq_data_intact(a, st.data, st.data_len);
   rc = st.rc;
+  if (data) {
+    *data = rc == ZOK ? st.data : NULL;
+    *data_len = rc == ZOK && st.data_len > 0 ? (size_t)st.data_len : 0;
+    if (rc == ZOK)
+      st.data = NULL; /* handed over */
+  }
   zkl__call_free(&st);
   zkl__call_free(&sy);
   zkl__session_put(c, s); /* a->sess or the caller keeps it alive */
@@ -134,15 +142,27 @@ int zkl__queue_downgrade(zkl__queue_t *q, zkl__acq_t *a) {
     if (rc == ZOK)
       a->dversion = set.stat.version;
     if (rc == ZBADVERSION) {
-      /* Someone else wrote to our node: write again over it, if it is
-       * still ours (creation zxid and owner) and what they wrote was a
-       * revoker's request, at the version it has. */
-      rc = stat_own(c, s, a, 0, &st, &intact);
+      /* Someone else wrote to our node: write again, if it is still ours
+       * (creation zxid and owner) and what they wrote was a revoker's
+       * request, at the version it has, and with their lines kept: our
+       * mark is added to what we read, never written over it (F6). */
+      char *rd = NULL;
+      size_t rl = 0;
+      rc = stat_own(c, s, a, 0, &st, &intact, &rd, &rl);
       if (rc == ZOK && !zkl__owns(a, &st))
         rc = ZNONODE;
       if (rc == ZOK && !intact)
         rewritten = 1, rc = ZKL_ELOST;
       version = st.version;
+      if (rc == ZOK) {
+        free(nd);
+        nd = NULL;
+        if (zkl__data_mark(rd, rl, ZKL__LINE_READ)) /* there already */
+          nd = rd, len = rl, rd = NULL;
+        else
+          rc = zkl__data_add_line(rd, rl, ZKL__LINE_READ, &nd, &len);
+      }
+      free(rd);
       if (rc == ZOK) {
         zkl__session_put(c, s);
         continue;
@@ -171,7 +191,7 @@ int zkl__queue_verify(zkl__queue_t *q, zkl__acq_t *a) {
     return zkl__lost_rc(a);
   }
   s->refs++; /* past stat_own: a loss meanwhile drops a->sess's */
-  rc = stat_own(c, s, a, 1, &st, &intact);
+  rc = stat_own(c, s, a, 1, &st, &intact, NULL, NULL);
   if (rc == ZOK && a->sess == s && zkl__owns(a, &st) && intact) {
     a->dversion = st.version;
     rc = ZKL_OK;
