@@ -114,6 +114,35 @@ static int downgraded(zkl_client_t *c, zkl__acq_t *a, int rc, int rewritten) {
  * version has moved (another client rewrote our node's data). */
 #define DOWNGRADE_TRIES 3
 
+/* The downgrade's write failed with ZBADVERSION: someone else wrote to
+ * our node. It is written again if it is still ours (creation zxid and
+ * owner) and what they wrote was a revoker's request, at the version it
+ * has, and with their lines kept: our mark is added to what we read,
+ * never written over it (F6). Under c->mu; ZOK with *nd, *len and
+ * *version for the next write, or why not (*rewritten: not intact). */
+static int reread(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a,
+                  char **nd, size_t *len, int *version, int *rewritten) {
+  struct Stat st;
+  char *rd = NULL;
+  size_t rl = 0;
+  int intact, rc = stat_own(c, s, a, 0, &st, &intact, &rd, &rl);
+  if (rc == ZOK && !zkl__owns(a, &st))
+    rc = ZNONODE;
+  if (rc == ZOK && !intact)
+    *rewritten = 1, rc = ZKL_ELOST;
+  *version = st.version;
+  if (rc == ZOK) {
+    free(*nd);
+    *nd = NULL;
+    if (zkl__data_mark(rd, rl, ZKL__LINE_READ)) /* there already */
+      *nd = rd, *len = rl, rd = NULL;
+    else
+      rc = zkl__data_add_line(rd, rl, ZKL__LINE_READ, nd, len);
+  }
+  free(rd);
+  return rc;
+}
+
 int zkl__queue_downgrade(zkl__queue_t *q, zkl__acq_t *a) {
   zkl_client_t *c = q->c;
   zkl__session_t *s;
@@ -130,8 +159,6 @@ int zkl__queue_downgrade(zkl__queue_t *q, zkl__acq_t *a) {
                   atomic_load(&a->state) != ZKL_STATE_LOST;
        tries++) {
     zkl__call_t set, *ptrs[1] = {&set};
-    struct Stat st;
-    int intact;
     s->refs++;
     zkl__call_init(&set, c, &a->cv);
     pthread_mutex_unlock(&c->mu);
@@ -141,35 +168,11 @@ int zkl__queue_downgrade(zkl__queue_t *q, zkl__acq_t *a) {
     rc = set.rc;
     if (rc == ZOK)
       a->dversion = set.stat.version;
-    if (rc == ZBADVERSION) {
-      /* Someone else wrote to our node: write again, if it is still ours
-       * (creation zxid and owner) and what they wrote was a revoker's
-       * request, at the version it has, and with their lines kept: our
-       * mark is added to what we read, never written over it (F6). */
-      char *rd = NULL;
-      size_t rl = 0;
-      rc = stat_own(c, s, a, 0, &st, &intact, &rd, &rl);
-      if (rc == ZOK && !zkl__owns(a, &st))
-        rc = ZNONODE;
-      if (rc == ZOK && !intact)
-        rewritten = 1, rc = ZKL_ELOST;
-      version = st.version;
-      if (rc == ZOK) {
-        free(nd);
-        nd = NULL;
-        if (zkl__data_mark(rd, rl, ZKL__LINE_READ)) /* there already */
-          nd = rd, len = rl, rd = NULL;
-        else
-          rc = zkl__data_add_line(rd, rl, ZKL__LINE_READ, &nd, &len);
-      }
-      free(rd);
-      if (rc == ZOK) {
-        zkl__session_put(c, s);
-        continue;
-      }
-    }
+    if (rc == ZBADVERSION)
+      rc = reread(c, s, a, &nd, &len, &version, &rewritten);
     zkl__session_put(c, s);
-    break;
+    if (rc != ZOK || set.rc == ZOK)
+      break;
   }
   rc = downgraded(c, a, rc, rewritten);
   pthread_mutex_unlock(&c->mu);
