@@ -442,7 +442,7 @@ ZKL__HIDDEN void zkl__adopt(zkl__acq_t *a, char *path, const struct Stat *st);
 ZKL__HIDDEN int zkl__ignore(zkl__queue_t *q, const char *name);
 ZKL__HIDDEN int zkl__ignored(const zkl__queue_t *q, const char *name);
 /* release.c */
-ZKL__HIDDEN int zkl__remove_node(zkl_client_t *c, zkl__acq_t *a, int judge);
+ZKL__HIDDEN int zkl__remove_node(zkl__acq_t *a, int judge);
 ZKL__HIDDEN void zkl__tidy_dir(zkl__queue_t *q);
 /* marks.c */
 ZKL__HIDDEN void zkl__relay(zkl__queue_t *q, zkl__acq_t *a);

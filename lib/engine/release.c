@@ -213,10 +213,9 @@ static void node_removed(zkl__rel_t *rel, int zrc) {
   pthread_cond_broadcast(rel->cv);
 }
 
-int zkl__remove_node(zkl_client_t *c, zkl__acq_t *a, int judge) {
+int zkl__remove_node(zkl__acq_t *a, int judge) {
   pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
   zkl__rel_t rel;
-  (void)c;
   rel_init(&rel, a, judge, &cv);
   rel.then = node_removed;
   remove_begin(&rel);

@@ -72,7 +72,7 @@ static int settle(zkl__acq_t *a, int wait) {
   }
   zkl__acq_unlink(c, a); /* no watcher may take our delete for a loss */
   if (wait)
-    zkl__remove_node(c, a, 0);
+    zkl__remove_node(a, 0);
   else
     zkl__queue_drop(a);
   zkl__acq_free(c, a);

@@ -261,23 +261,24 @@ int zkl_hold_release(zkl_hold_t *h) {
 }
 
 int zkl_hold_release_async(zkl_hold_t *h, zkl_release_fn fn, void *arg) {
-  zkl__rel_t *rel = calloc(1, sizeof *rel);
-  struct zkl__event *notice = zkl__notice_new();
+  zkl__rel_t *rel = NULL;
+  struct zkl__event *notice = NULL;
   zkl__acq_t *a;
   zkl_client_t *c;
-  int rc = fn ? ZKL_OK : ZKL_EINVAL;
-  if (rc == ZKL_OK && (!rel || !notice))
-    rc = ZKL_ENOMEM;
-  if (rc != ZKL_OK || !(c = lock_hold(h, &rc))) {
-    free(rel);
-    free(notice);
+  int rc;
+  if (!fn)
+    return ZKL_EINVAL;
+  if (!(c = lock_hold(h, &rc)))
     return rc;
-  }
-  if (!(a = granted(h))) {
+  if (!(a = granted(h)))
+    rc = ZKL_EINVAL;
+  else if (!(rel = calloc(1, sizeof *rel)) || !(notice = zkl__notice_new()))
+    rc = ZKL_ENOMEM; /* still held */
+  if (rc != ZKL_OK) {
     pthread_mutex_unlock(&c->mu);
     free(rel);
     free(notice);
-    return ZKL_EINVAL;
+    return rc;
   }
   h->released = 1;
   h->rel = rel;
