@@ -381,7 +381,8 @@ typedef struct zkl_mutex_options {
  * Create a mutex object for lock `name` under opts->root on `client`.
  * Talks to nobody: parents are created on first use, as container nodes.
  * The lock's own parent is made in the same round trip as the object's
- * first node. When this object made it and last found its node alone in
+ * first node, which holds without a listing when it is the parent's first
+ * (its sequence number 0: nobody can be before it). When this object made it and last found its node alone in
  * it, the object's first release deletes it in the same transaction as
  * the node (a per-key lock used once leaves nothing behind), unless
  * someone has joined since; an object that holds again keeps it until

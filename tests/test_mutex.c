@@ -66,7 +66,9 @@ static void test_reentrant_costs_no_request(void) {
   before = zkl_client_request_count(c);
   CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
   CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
-  CHECK_INT(zkl_client_request_count(c) - before, ==, 5);
+  /* the parent, our node (its first: no listing), then the read that
+   * vouches for our node and the delete */
+  CHECK_INT(zkl_client_request_count(c) - before, ==, 4);
   /* a short uncontended cycle: create + getChildren, then a read that
    * vouches for our node's identity + delete, each pair in one round
    * trip */
@@ -283,6 +285,54 @@ static void test_keys_leave_no_parent(void) {
   if (rc == ZOK)
     deallocate_String_vector(&v);
   CHECK_INT(left, ==, 0);
+}
+
+/* Issue 26: a node that is the first its directory ever had (suffix 0)
+ * holds without a listing; any other lists, and waits. A planted node
+ * that came first, of any name, makes the next suffix 1. */
+static void test_first_born_holds_without_listing(void) {
+  zkl_client_t *c = client(10000), *c2 = client(10000);
+  zkl_mutex_t *a, *b;
+  struct waiter w = {0};
+  pthread_t t;
+  uint64_t before;
+  char p[512];
+  new_root();
+  CHECK_INT(zoo_create(admin, root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),
+            ==, ZOK);
+  a = mutex(c, "fresh");
+  b = mutex(c2, "fresh");
+  before = zkl_client_request_count(c);
+  CHECK_RC(zkl_mutex_lock(a), ZKL_OK);
+  CHECK_INT(zkl_client_request_count(c) - before, ==, 2); /* parent, node */
+  CHECK_RC(zkl_mutex_node_path(a, p, sizeof p), ZKL_OK);
+  CHECK(strlen(p) > 10 && strcmp(p + strlen(p) - 10, "0000000000") == 0);
+  /* b's object is new too: it makes no listing with its create, finds
+   * its suffix is 1, lists, and waits */
+  w.m = b;
+  w.deadline = zkl_now_ms() + 10000;
+  pthread_create(&t, NULL, lock_thread, &w);
+  WAIT_FOR(queue_len("fresh") == 2, 5000);
+  usleep(200000);
+  CHECK_INT(zkl_mutex_state(b), ==, ZKL_STATE_NONE); /* still waiting */
+  CHECK_RC(zkl_mutex_unlock(a), ZKL_OK);
+  pthread_join(t, NULL);
+  CHECK_RC(w.rc, ZKL_OK);
+  zkl_mutex_destroy(a);
+  zkl_mutex_destroy(b);
+  /* a directory made by someone else, a planted node in it first */
+  snprintf(p, sizeof p, "%s/planted", root);
+  CHECK_INT(zoo_create(admin, p, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),
+            ==, ZOK);
+  snprintf(p, sizeof p, "%s/planted/x-lock-", root);
+  CHECK_INT(zoo_create(admin, p, NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
+                       ZOO_SEQUENCE, NULL, 0),
+            ==, ZOK);
+  a = mutex(c, "planted");
+  CHECK_RC(zkl_mutex_trylock(a), ZKL_EBUSY); /* it listed, and waits behind */
+  zkl_mutex_destroy(a);
+  zkl_client_destroy(c);
+  zkl_client_destroy(c2);
 }
 
 static void test_fifo(void) {
@@ -697,6 +747,7 @@ int main(void) {
   RUN(test_cancel);
   RUN(test_keys_leave_no_parent);
   RUN(test_release_takes_parent);
+  RUN(test_first_born_holds_without_listing);
   RUN(test_fifo);
   RUN(test_threads_exclude);
   RUN(test_bad_input);

@@ -165,25 +165,52 @@ static void step_join(zkl__acq_t *a) {
   zkl__sent(a, &r->cr,
             zkl__create(&r->cr, r->s, full, data, (int)len,
                         ZOO_EPHEMERAL_SEQUENTIAL));
-  zkl__sent(a, &r->ls, zkl__children_after(&r->ls, r->s, q->dir, &r->cr));
+  /* In a directory made in this very round trip our node is most likely
+   * its first, which needs no listing (first_born); otherwise we list
+   * once the create has answered, one round trip later. */
+  r->unlisted = !q->dir_seen && !q->dir_data;
+  if (!r->unlisted)
+    zkl__sent(a, &r->ls, zkl__children_after(&r->ls, r->s, q->dir, &r->cr));
+  else
+    r->ls.rc = ZCONNECTIONLOSS; /* not listed: zkl__joined lists */
   free(full);
   free(data);
   r->next = step_joined;
 }
 
+/* Whether our node is the first ever made in its directory's incarnation:
+ * a sequence number is the directory's count of child creates and
+ * deletes (cversion) when ours was made, so 0 means nobody came before
+ * us, and nobody who comes later can be before us. We hold without a
+ * listing. model/zklock.pml (LEAN0) checks this rule. */
+static int first_born(const zkl__acq_t *a) {
+  const char *base = strrchr(a->path, '/');
+  int32_t seq;
+  int kind;
+  return base && zkl__name_parse(base + 1, &seq, &kind) && seq == 0;
+}
+
 static void step_joined(zkl__acq_t *a) {
   zkl__run_t *r = a->run;
-  zkl_client_t *c = a->q->c;
+  zkl__queue_t *q = a->q;
+  zkl_client_t *c = q->c;
   int rc = r->cr.rc;
-  if (r->aux.done && r->aux.rc == ZOK) /* the directory, made first */
-    a->q->dir_made = r->aux.stat.czxid;
+  int made = r->aux.done && r->aux.rc == ZOK;
+  if (made) /* the directory, made first */
+    q->dir_made = r->aux.stat.czxid, r->made_dir = 1;
   zkl__call_free(&r->aux);
   if (rc == ZOK) {
-    a->q->dir_seen = 1;
+    q->dir_seen = 1;
     zkl__adopt(a, r->cr.path, &r->cr.stat);
     r->cr.path = NULL;
     r->nonode = 0;
     r->first = 0; /* any other pass is trouble */
+    if (r->unlisted && first_born(a)) {
+      /* alone in it: ours to take along at release if we made it */
+      q->dir_alone = r->made_dir;
+      confirm(a, 1); /* the create's answer is as fresh as a listing */
+      return;
+    }
     zkl__joined(a);
     return;
   }

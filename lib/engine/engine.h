@@ -395,6 +395,8 @@ struct zkl__run {
 
   uint64_t epoch;   /* c->conn_epoch when this look at the queue began */
   int have_list, fresh;
+  int unlisted;        /* the join sent no listing (acquire.c first_born) */
+  int made_dir;        /* this run made the queue's directory */
   zkl__call_t cr, ls, gd, aux, sy;
   zkl__session_t *s;   /* joining on it (a reference), until adopted */
   zkl__session_t *rs;  /* the session a request in flight went on (a ref) */

@@ -51,7 +51,7 @@ static void step_mkdir_done(zkl__acq_t *a) {
   size_t len = strlen(a->q->dir);
   int rc = r->aux.rc == ZNODEEXISTS ? ZOK : r->aux.rc;
   if (r->aux.rc == ZOK && strlen(r->mk) == len)
-    a->q->dir_made = r->aux.stat.czxid;
+    a->q->dir_made = r->aux.stat.czxid, r->made_dir = 1;
   zkl__call_free(&r->aux);
   if (rc == ZNONODE && strchr(r->mk + 1, '/')) {
     *strrchr(r->mk, '/') = '\0'; /* its parent first */
