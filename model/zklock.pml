@@ -179,6 +179,21 @@ mtype = { EV_DEL, EV_CHG, EV_DISC, EV_CONN, EV_EXP,
 
 /* ---- the server ----------------------------------------------------------- */
 byte cnt = 1;            /* the parent's sequence counter */
+/* LEAN0 (issue 26): a node the first its parent ever had holds without a
+ * listing (acquire.c first_born: suffix 0, the model's 1). The real
+ * counter is the parent's cversion, which every create of a child moves,
+ * sequential or not: so with LEAN0 the hostile session's creates move it
+ * too (BUMP). BUG_LEAN_ANY, the mutant: any suffix holds unlisted. */
+#ifdef BUG_LEAN_ANY
+#define FIRST_BORN(n) 1
+#else
+#define FIRST_BORN(n) (SEQ(n) == 1)
+#endif
+#ifdef LEAN0
+#define BUMP() assert(cnt < 16); cnt++
+#else
+#define BUMP() skip
+#endif
 byte nslots = 0;
 bit  nalive[K];
 byte nname[K];
@@ -516,7 +531,7 @@ end_rogue:
         * sequence: before every contender, and never going by itself */
        :: !planted ->
           planted = 1;
-          new_slot(NAME(0, 0), 0);
+          new_slot(NAME(0, 0), 0); BUMP();
           printf("MSC: rogue plants persistent %d\n", NAME(0, 0))
 #endif
 #if RCOPY
@@ -526,7 +541,7 @@ end_rogue:
           lookup(NAME(GID(nname[t]), 0), p);
           if
           :: p == NONE ->
-             new_slot(NAME(GID(nname[t]), 0), 0);
+             new_slot(NAME(GID(nname[t]), 0), 0); BUMP();
              printf("MSC: rogue plants persistent %d, a copy of %d\n", NAME(GID(nname[t]), 0), nname[t])
           :: else
           fi
@@ -545,7 +560,7 @@ end_rogue:
           pick_target();
           nrogue[t] = 1;
           delete_slot(t);
-          new_slot(nname[t], 0);
+          new_slot(nname[t], 0); BUMP();
           printf("MSC: rogue replaces %d by a persistent node\n", nname[t])
 #endif
        fi;
@@ -1019,6 +1034,22 @@ inline join() {
   assert(a_guid[i] < PEER_R);
   s = csess; ep2 = epoch;
   jslot = NONE;
+#ifdef LEAN0
+  /* step_join with r->unlisted: the create alone; first_born() decides
+   * whether a listing follows (run_loop lists when lrc is not ZOK) */
+  atomic {
+    left[i] = 1;
+    pre(s, 1); if :: APPLIED -> zk_create(a_guid[i], s) :: else fi; post(R_CREATE, s, 0, a_guid[i])
+  }
+  wait_calls();
+  lrc = ZCONNLOSS; lpos = 0; lpred = 0;
+  if
+  :: cr_rc[i] == ZOK && FIRST_BORN(nname[cr_slot[i]]) ->
+     printf("MSC: %d first born: holds without a listing\n", i);
+     lrc = ZOK; lpos = P_HOLD * 2
+  :: else
+  fi;
+#else
   atomic {
     left[i] = 2;
     pre(s, 1); if :: APPLIED -> zk_create(a_guid[i], s) :: else fi; post(R_CREATE, s, 0, a_guid[i])
@@ -1029,6 +1060,7 @@ inline join() {
   }
   wait_calls();
   lrc = ls_rc[i]; lpos = ls_pos[i]; lpred = ls_pred[i];
+#endif
   if
   :: cr_rc[i] == ZOK -> adopt(s, cr_slot[i]); res = OK
   :: cr_rc[i] == ZCONNLOSS || cr_rc[i] == ZNOMEM ->
@@ -1193,6 +1225,11 @@ inline verdict(x, e) {
   cl_vto[i] = 0; wsess[i] = 0; wep[i] = 0
 }
 
+#ifdef BUG_LEAN_UNLOCK
+#define JD ljd
+#else
+#define JD jd
+#endif
 /* remove_node(): delete our node and forget it; `jd`: judge the release
  * (a read of the node's identity in the same round trip as the delete).
  * The acquisition is unlinked, and a->sess NULL, meanwhile: no event or
@@ -1205,10 +1242,19 @@ inline remove_node(jd) {
      if
      :: KNOWN_EXP(s) -> res = ZSESS
      :: else ->
+#ifdef BUG_LEAN_UNLOCK
+        /* the shortcut issue 26 proposed, refused: no read while the
+         * own-node watch is armed, trusting that any change to our node
+         * is told before the delete's answer. Our own delete's event and
+         * someone else's delete and re-create look the same, and the
+         * latter's event may still be on its way when unlock is called. */
+        ljd = jd; lean = 0;
+        if :: ljd && own_watch == OWN_OK -> ljd = 0; lean = 1 :: else fi;
+#endif
         atomic {
-          left[i] = 1 + jd;
+          left[i] = 1 + JD;
           if
-          :: jd -> pre(s, 0); if :: APPLIED -> zk_stat(apath, 0) :: else fi; post(R_EXISTS, s, 0, apath)
+          :: JD -> pre(s, 0); if :: APPLIED -> zk_stat(apath, 0) :: else fi; post(R_EXISTS, s, 0, apath)
           :: else
           fi
         }
@@ -1219,16 +1265,19 @@ inline remove_node(jd) {
          * that found our node */
         if
 #ifdef BUG_F1
-        :: res == ZOK && jd && st_rc[i] == ZOK && !OWNS_ON(st_slot[i], s) -> res = ZNONODE
+        :: res == ZOK && JD && st_rc[i] == ZOK && !OWNS_ON(st_slot[i], s) -> res = ZNONODE
 #else
-        :: res == ZOK && jd && !(st_rc[i] == ZOK && OWNS_ON(st_slot[i], s)) -> res = ZNONODE
+        :: res == ZOK && JD && !(st_rc[i] == ZOK && OWNS_ON(st_slot[i], s)) -> res = ZNONODE
 #endif
         :: else
         fi;
+#ifdef BUG_LEAN_UNLOCK
+        if :: lean -> ljd = 1 :: else fi;
+#endif
         if
         :: res == ZCONNLOSS ->
            defer(s, apath, 0, aczx - 1);
-           if :: jd -> verdict(s, ep2); judged = 0 :: else fi
+           if :: JD -> verdict(s, ep2); judged = 0 :: else fi
         :: else
         fi
      fi
@@ -1365,6 +1414,9 @@ proctype user(byte i) {
   byte rc, res, pred, s, ep, ep2, cycle, natt, lrc, lpos, lpred;
   byte k, j, t, u, r1, r2, r3, r4, fate, jslot;    /* scratch */
   bit have_list, fresh, sole, judged, hit;
+#ifdef BUG_LEAN_UNLOCK
+  bit ljd, lean;
+#endif
   /* Atomic except where it blocks: the thread holds c->mu but while it
    * waits, and a wait whose condition already holds does not block (a
    * condition variable checked under its mutex). */
