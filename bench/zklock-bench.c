@@ -29,6 +29,9 @@ static const char *connect_str, *root = "/zkbench", *label = "";
 static int N = 2000, warmup = 100, C = 4, T = 4, M = 1000, K = 100000;
 static int leases = 2; /* the semaphore workload's */
 static int session_ms = 60000;
+/* --async-release: many-keys releases with zkl_hold_release_async(), so a
+ * thread's next acquire may ride the same transaction as its release */
+static int async_release;
 static char base[256];
 
 static int64_t now_ns(void) {
@@ -570,6 +573,93 @@ static void *key_worker(void *arg) {
   return NULL;
 }
 
+/* many-keys with --async-release: the acquire is zkl_mutex_lock_async()
+ * (waited for here), the release zkl_hold_release_async(), not waited for:
+ * the thread goes on to its next key at once. A release's callback marks
+ * its object, which the thread destroys once the object is no longer busy;
+ * the thread ends when all its releases are in, so the elapsed time counts
+ * every release. */
+typedef struct pend {
+  zkl_mutex_t *m;
+  atomic_int done;
+  struct pend *next;
+} pend_t;
+
+typedef struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  zkl_hold_t *hold;
+  int rc, done;
+} held_t;
+
+static void on_held(zkl_hold_t *h, int rc, void *arg) {
+  held_t *y = arg;
+  pthread_mutex_lock(&y->mu);
+  y->hold = h;
+  y->rc = rc;
+  y->done = 1;
+  pthread_cond_signal(&y->cv);
+  pthread_mutex_unlock(&y->mu);
+}
+
+static void on_released(int rc, void *arg) {
+  pend_t *p = arg;
+  check(rc, "release");
+  atomic_store(&p->done, 1);
+}
+
+/* Destroys the objects whose release is over (all: wait for them). */
+static pend_t *sweep_pending(pend_t *list, int all) {
+  pend_t **pp = &list;
+  while (*pp) {
+    pend_t *p = *pp;
+    int rc = atomic_load(&p->done) ? zkl_mutex_destroy(p->m) : ZKL_EBUSY;
+    if (rc == ZKL_EBUSY && all) {
+      usleep(200);
+      continue;
+    }
+    if (rc == ZKL_EBUSY) {
+      pp = &p->next;
+      continue;
+    }
+    check(rc, "destroy");
+    *pp = p->next;
+    free(p);
+  }
+  return list;
+}
+
+static void *key_worker_async(void *arg) {
+  key_worker_t *w = arg;
+  held_t y = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0};
+  pend_t *pending = NULL;
+  char name[64];
+  long t;
+  wait_go();
+  while ((t = atomic_fetch_add(&sh.tickets, 1)) < M) {
+    int64_t a = now_ns();
+    pend_t *p = calloc(1, sizeof *p);
+    zkl_hold_t *h;
+    snprintf(name, sizeof name, "k%d-%ld", w->id, t);
+    p->m = new_mutex(w->c, w->dir, name);
+    y.done = 0;
+    check(zkl_mutex_lock_async(p->m, ZKL_NO_DEADLINE, on_held, &y, &h),
+          "lock_async");
+    pthread_mutex_lock(&y.mu);
+    while (!y.done)
+      pthread_cond_wait(&y.cv, &y.mu);
+    pthread_mutex_unlock(&y.mu);
+    check(y.rc, "lock");
+    w->held++;
+    check(zkl_hold_release_async(y.hold, on_released, p), "release_async");
+    p->next = pending;
+    pending = sweep_pending(p, 0);
+    w->samples[w->n++] = now_ns() - a;
+  }
+  sweep_pending(pending, 1);
+  return NULL;
+}
+
 static void no_watch(zhandle_t *zh, int t, int s, const char *p, void *x);
 static void quiet(const char *m);
 
@@ -606,7 +696,8 @@ static void many_keys(zkl_client_t *c) {
   for (i = 0; i < T; i++)
     w[i] = (key_worker_t){c, dir, i, calloc((size_t)M, sizeof(long long)), 0,
                           0};
-  el = run_threads(key_worker, w, sizeof *w, T, &ctr);
+  el = run_threads(async_release ? key_worker_async : key_worker, w, sizeof *w,
+                   T, &ctr);
   for (i = 0; i < T; i++) {
     memcpy(all + total, w[i].samples, (size_t)w[i].n * sizeof *all);
     total += w[i].n;
@@ -617,6 +708,7 @@ static void many_keys(zkl_client_t *c) {
   timed(total, el, all, total);
   ctr_end(&ctr, M);
   key_int("threads", T);
+  key_bool("async_release", async_release);
   key_bool("counter_ok", held == total);
   key_int("left_behind", count_children(dir));
   end();
@@ -1070,6 +1162,7 @@ int main(int argc, char **argv) {
       {"root", required_argument, 0, 'r'},
       {"label", required_argument, 0, 'l'},
       {"leases", required_argument, 0, 'L'},
+      {"async-release", no_argument, 0, 'A'},
       {0, 0, 0, 0}};
   const char *workloads = "uncontended,contended,many-locks,reentrant";
   char wl[256], *save = NULL, *w;
@@ -1089,11 +1182,12 @@ int main(int argc, char **argv) {
     case 'r': root = optarg; break;
     case 'l': label = optarg; break;
     case 'L': leases = num(optarg); break;
+    case 'A': async_release = 1; break;
     default:
       fprintf(stderr, "usage: zklock-bench [--connect HOSTS] [-w LIST] [-N n] "
                       "[--warmup n] [-C n] [-T n] [-M n] [-K n] "
                       "[--session-timeout-ms ms] [--root PATH] [--label L] "
-                      "[--leases n]\n");
+                      "[--leases n] [--async-release]\n");
       return 2;
     }
   }
