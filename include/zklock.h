@@ -587,6 +587,26 @@ ZKL_EXTERN int zkl_mutex_queue(zkl_client_t *client, const char *root,
                                const char *name, zkl_contender_t **out,
                                size_t *count);
 
+/*
+ * Delete the lock parents under `root` that nobody uses: every child of
+ * root that is a container node with no children, as the server itself
+ * removes them, but at once rather than at its next sweep (once a minute,
+ * at most znode.container.maxPerMinute). With older_than_ms > 0, only
+ * those made or last written at least that long ago by the server's clock
+ * (ctime, mtime) compared with this machine's. Persistent nodes are never
+ * deleted: kazoo (and zklock's ZKL_MUTEX_KAZOO flavour) makes its lock's
+ * parent persistent and relies on it staying. Only root's own children
+ * are looked at. A locker that was about to create its node in a parent
+ * deleted here makes the parent again, as after the server's sweep. A
+ * sync goes first, so every release committed before the call counts.
+ * *removed (may be NULL) gets the number deleted. Returns ZKL_OK (also
+ * when root does not exist), ZKL_EINVAL (NULL or dead client, bad root,
+ * older_than_ms < 0), ZKL_ENOMEM, ZKL_EFORKED, ZKL_ESYSTEM, a ZooKeeper
+ * code. Blocks for about three round trips. Thread-safe.
+ */
+ZKL_EXTERN int zkl_sweep(zkl_client_t *client, const char *root,
+                         int64_t older_than_ms, size_t *removed);
+
 /* Free what zkl_mutex_queue() returned. NULL is a no-op. */
 ZKL_EXTERN void zkl_contenders_free(zkl_contender_t *list, size_t count);
 

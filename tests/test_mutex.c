@@ -335,6 +335,62 @@ static void test_first_born_holds_without_listing(void) {
   zkl_client_destroy(c2);
 }
 
+/* zkl_sweep: the empty parents zklock made under a root go (their data
+ * is zklock's mark, "zklock-parent"), and nothing else: not a parent
+ * without the mark (kazoo's persistent one, Curator's, one made by hand),
+ * not one in use, not one too new. The test ensemble's server sweeps a
+ * container soon after its last child goes, but never one that had none:
+ * those are what is swept here. */
+static void test_sweep(void) {
+  zkl_client_t *c = client(10000);
+  zkl_mutex_t *m;
+  const char *kids[] = {"c1", "c2", "p1", "c3", "c3/x"};
+  const char *mark = "zklock-parent";
+  int flags[] = {ZOO_CONTAINER, ZOO_CONTAINER, 0, ZOO_CONTAINER, 0};
+  int marked[] = {1, 1, 0, 1, 0};
+  char p[512], buf[64];
+  int len = sizeof buf, i;
+  size_t removed = 99;
+  new_root();
+  CHECK_INT(zoo_create(admin, root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),
+            ==, ZOK);
+  for (i = 0; i < 5; i++) {
+    snprintf(p, sizeof p, "%s/%s", root, kids[i]);
+    CHECK_INT(zoo_create(admin, p, marked[i] ? mark : NULL,
+                         marked[i] ? (int)strlen(mark) : -1,
+                         &ZOO_OPEN_ACL_UNSAFE, flags[i], NULL, 0),
+              ==, ZOK);
+  }
+  /* the parents zklock makes carry the mark */
+  m = mutex(c, "made");
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  snprintf(p, sizeof p, "%s/made", root);
+  CHECK_INT(zoo_get(admin, p, 0, buf, &len, NULL), ==, ZOK);
+  CHECK(len == (int)strlen(mark) && memcmp(buf, mark, (size_t)len) == 0);
+  CHECK_RC(zkl_sweep(c, root, 0, &removed), ZKL_OK);
+  CHECK_INT(removed, ==, 2);
+  CHECK_INT(queue_len("c1"), ==, -1);
+  CHECK_INT(queue_len("c2"), ==, -1);
+  CHECK_INT(queue_len("p1"), ==, 0);   /* no mark: stays */
+  CHECK_INT(queue_len("c3"), ==, 1);   /* in use: stays */
+  CHECK_INT(queue_len("made"), ==, 1); /* held: stays */
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  zkl_mutex_destroy(m);
+  snprintf(p, sizeof p, "%s/c4", root);
+  CHECK_INT(zoo_create(admin, p, mark, (int)strlen(mark), &ZOO_OPEN_ACL_UNSAFE,
+                       ZOO_CONTAINER, NULL, 0),
+            ==, ZOK);
+  CHECK_RC(zkl_sweep(c, root, 60000, &removed), ZKL_OK);
+  CHECK_INT(removed, ==, 0); /* made just now */
+  CHECK_INT(queue_len("c4"), ==, 0);
+  CHECK_RC(zkl_sweep(c, "/no/such/root", 0, &removed), ZKL_OK);
+  CHECK_INT(removed, ==, 0);
+  CHECK_RC(zkl_sweep(c, "bad", 0, &removed), ZKL_EINVAL);
+  CHECK_RC(zkl_sweep(c, root, -1, &removed), ZKL_EINVAL);
+  CHECK_RC(zkl_sweep(NULL, root, 0, &removed), ZKL_EINVAL);
+  zkl_client_destroy(c);
+}
+
 static void test_fifo(void) {
   enum { N = 4 };
   zkl_client_t *h = client(10000), *cl[N];
@@ -748,6 +804,7 @@ int main(void) {
   RUN(test_keys_leave_no_parent);
   RUN(test_release_takes_parent);
   RUN(test_first_born_holds_without_listing);
+  RUN(test_sweep);
   RUN(test_fifo);
   RUN(test_threads_exclude);
   RUN(test_bad_input);

@@ -107,6 +107,12 @@ ZKL__HIDDEN int zkl__place(const zkl__entry_t *e, int n, int me,
  * after *out_len bytes). ZKL_OK, ZKL_ENOMEM or ZKL_ESYSTEM. */
 ZKL__HIDDEN int zkl__node_data(const char *id, const void *user, size_t len,
                                char **out, size_t *out_len);
+/* The data of a lock's parent zklock makes as a container with nothing
+ * else to say (not a semaphore's max=N, not kazoo's persistent parent):
+ * zkl_sweep() deletes only parents that carry it. */
+#define ZKL__DIR_MARK "zklock-parent"
+/* Whether d (len bytes) is that mark. */
+ZKL__HIDDEN int zkl__dir_marked(const char *d, int len);
 /* Whether d is zklock node data: it starts with the magic line. */
 ZKL__HIDDEN int zkl__data_ours(const char *d, size_t len);
 /* The status lines an owner adds to its header (zkl__data_add_line), and

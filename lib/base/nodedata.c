@@ -267,6 +267,11 @@ int zkl__parse_node_data(zkl_contender_t *e, const char *d, size_t len) {
 
 /* ---- a semaphore directory's "max=N" ------------------------------------- */
 
+int zkl__dir_marked(const char *d, int len) {
+  return d && len == (int)sizeof ZKL__DIR_MARK - 1 &&
+         memcmp(d, ZKL__DIR_MARK, sizeof ZKL__DIR_MARK - 1) == 0;
+}
+
 char *zkl__dir_data(int limit) {
   char buf[32];
   if (limit < 1 || limit > ZKL_LEASES_MAX)

@@ -322,6 +322,11 @@ ZKL__HIDDEN int zkl__queue_verify(zkl__queue_t *q, zkl__acq_t *a);
 ZKL__HIDDEN int zkl__acq_path(const zkl__acq_t *a, char *buf, size_t size);
 ZKL__HIDDEN int zkl__queue_list(zkl_client_t *c, const char *dir,
                                 zkl_contender_t **out, size_t *count);
+/* sweep.c: deletes the empty containers among root's children (and,
+ * with older_ms > 0, only those made or written that long ago); counts
+ * the deletes that landed. ZKL_OK or a ZooKeeper code. */
+ZKL__HIDDEN int zkl__sweep(zkl_client_t *c, const char *root,
+                           int64_t older_ms, size_t *removed);
 /* The same after validating root and name (public list functions). */
 ZKL__HIDDEN int zkl__list_named(zkl_client_t *c, const char *root,
                                 const char *name, zkl_contender_t **out,

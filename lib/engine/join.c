@@ -118,8 +118,7 @@ static size_t make_parents(zkl__acq_t *a, zkl__session_t *s, const char *dir,
   for (slash = strchr(p + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
     *slash = '\0';
     zkl__prep(a, &calls[n]);
-    zkl__sent(a, &calls[n], zkl__create(&calls[n], s, p, NULL, -1,
-                                        ZOO_CONTAINER));
+    zkl__sent(a, &calls[n], zkl__create_dir(&calls[n], s, p, NULL, -1, 0));
     n++;
     *slash = '/';
   }

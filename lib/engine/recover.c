@@ -247,7 +247,8 @@ static int leases_agree(zkl__acq_t *a) {
  * were.
  *
  * A directory without data (made by another recipe, an older version or
- * an operator) gets ours by a conditional write. r->gd is the read of the
+ * an operator), or with only another recipe's mark (ZKL__DIR_MARK), gets
+ * ours by a conditional write. r->gd is the read of the
  * directory sent with our join; any other code than ZOK means read it
  * again. Ends with ZKL_OK, ZKL_EMISMATCH, ZKL__RETRY, or an error. */
 void zkl__step_agree(zkl__acq_t *a) {
@@ -262,7 +263,9 @@ void zkl__step_agree(zkl__acq_t *a) {
     return;
   }
   r->repoch = c->conn_epoch;
-  if (gd->rc == ZOK && gd->data_len > 0) {
+  /* another recipe's mark says no N: as no data at all */
+  if (gd->rc == ZOK && gd->data_len > 0 &&
+      !zkl__dir_marked(gd->data, gd->data_len)) {
     if ((size_t)gd->data_len == wl && memcmp(gd->data, want, wl) == 0) {
       r->agreed = 1;
       q->dir_czxid = gd->stat.czxid;

@@ -274,6 +274,23 @@ uint64_t zkl_client_request_count(const zkl_client_t *c) {
   return c ? atomic_load_explicit(&c->requests, memory_order_relaxed) : 0;
 }
 
+int zkl_sweep(zkl_client_t *c, const char *root, int64_t older_than_ms,
+              size_t *removed) {
+  size_t n = 0;
+  int rc;
+  if (removed)
+    *removed = 0;
+  if (!c || !zkl__handle_live(c) || !zkl__valid_root(root) ||
+      older_than_ms < 0)
+    return ZKL_EINVAL;
+  if (zkl__forked(c->fork_gen))
+    return ZKL_EFORKED;
+  rc = zkl__sweep(c, root, older_than_ms, &n);
+  if (removed)
+    *removed = n;
+  return rc;
+}
+
 int zkl_client_wait_connected(zkl_client_t *c, int64_t deadline_ms) {
   int64_t until = zkl__deadline_in(deadline_ms); /* -1: none */
   int rc = ZKL_OK;

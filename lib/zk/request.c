@@ -26,6 +26,8 @@ int zkl__create(zkl__call_t *call, zkl__session_t *s, const char *path,
 
 int zkl__create_dir(zkl__call_t *call, zkl__session_t *s, const char *path,
                     const char *data, int len, int persistent) {
+  if (!data && !persistent) /* ours to sweep (zkl_sweep) */
+    data = ZKL__DIR_MARK, len = (int)strlen(ZKL__DIR_MARK);
   return zkl__issued(call, zoo_acreate2(s->zh, path, data, len, call->c->acl,
                                         persistent ? 0 : ZOO_CONTAINER,
                                         zkl__on_create, call));

@@ -97,7 +97,8 @@ ZKL__HIDDEN void zkl__call_free(zkl__call_t *call);
 ZKL__HIDDEN int zkl__create(zkl__call_t *call, zkl__session_t *s,
                             const char *path, const char *data, int len,
                             int flags);
-/* A queue's directory, or one of its parents: a container, or with
+/* A queue's directory, or one of its parents: a container (with no data
+ * given, its data is ZKL__DIR_MARK: zkl_sweep() may delete it), or with
  * `persistent` a plain node (a kazoo flavour's, as kazoo makes it). Never
  * held back for a transaction: the stat (czxid) must come back, and an
  * "exists" must not fail a neighbour's create with it. */
