@@ -113,6 +113,14 @@ ZKL__HIDDEN int zkl__node_data(const char *id, const void *user, size_t len,
 #define ZKL__DIR_MARK "zklock-parent"
 /* Whether d (len bytes) is that mark. */
 ZKL__HIDDEN int zkl__dir_marked(const char *d, int len);
+/* The same for a flat lock's node (ZKL_MUTEX_FLAT), with a
+ * "guid=<guid>" line instead of an id: its name is everybody's, so its
+ * data says which acquisition made it. */
+ZKL__HIDDEN int zkl__node_data_guid(const char *guid, const void *user,
+                                    size_t len, char **out, size_t *out_len);
+/* Whether the header of node data d has the line "guid=<guid>". */
+ZKL__HIDDEN int zkl__data_has_guid(const char *d, size_t len,
+                                   const char *guid);
 /* Whether d is zklock node data: it starts with the magic line. */
 ZKL__HIDDEN int zkl__data_ours(const char *d, size_t len);
 /* The status lines an owner adds to its header (zkl__data_add_line), and

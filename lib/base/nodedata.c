@@ -8,7 +8,9 @@
  *   pid=<pid>           its process
  *   thread=<tid>        its thread (the kernel's id)
  *   id=<id>             an election candidate's id; only when it has one
- *                       (no other line is written by the creator)
+ *   guid=<guid>         a flat lock's node (ZKL_MUTEX_FLAT): the guid of
+ *                       the acquisition that made it, whose name cannot
+ *                       carry it (no other line is written by the creator)
  *   <empty line>        the end of the header
  *   <caller's data>     any bytes, to the end
  *
@@ -52,20 +54,24 @@ static const char curator_revoke[] = "__REVOKE__";
 
 #define REVOKE_KEY "revoke="
 #define MAX_KEY "max="
+#define GUID_KEY "guid="
 
 /* ---- writing ------------------------------------------------------------- */
 
-int zkl__node_data(const char *id, const void *user, size_t len, char **out,
-                   size_t *out_len) {
+/* The header with "id=<id>" and "guid=<guid>" lines when given. */
+static int node_data(const char *id, const char *guid, const void *user,
+                     size_t len, char **out, size_t *out_len) {
   char host[256] = "";
-  char head[400 + ZKL_ID_MAX];
+  char head[400 + ZKL_ID_MAX + ZKL__GUID_LEN];
   int n;
   char *buf;
   if (gethostname(host, sizeof host - 1) != 0)
     strcpy(host, "unknown");
-  n = snprintf(head, sizeof head, "%shost=%s\npid=%ld\nthread=%ld\n%s%s%s\n",
-               magic, host, (long)getpid(), (long)syscall(SYS_gettid),
-               id ? "id=" : "", id ? id : "", id ? "\n" : "");
+  n = snprintf(head, sizeof head,
+               "%shost=%s\npid=%ld\nthread=%ld\n%s%s%s%s%s%s\n", magic, host,
+               (long)getpid(), (long)syscall(SYS_gettid), id ? "id=" : "",
+               id ? id : "", id ? "\n" : "", guid ? GUID_KEY : "",
+               guid ? guid : "", guid ? "\n" : "");
   if (n < 0 || (size_t)n >= sizeof head)
     return ZKL_ESYSTEM;
   buf = malloc((size_t)n + len + 1);
@@ -78,6 +84,16 @@ int zkl__node_data(const char *id, const void *user, size_t len, char **out,
   *out = buf;
   *out_len = (size_t)n + len;
   return ZKL_OK;
+}
+
+int zkl__node_data(const char *id, const void *user, size_t len, char **out,
+                   size_t *out_len) {
+  return node_data(id, NULL, user, len, out, out_len);
+}
+
+int zkl__node_data_guid(const char *guid, const void *user, size_t len,
+                        char **out, size_t *out_len) {
+  return node_data(NULL, guid, user, len, out, out_len);
 }
 
 int zkl__data_ours(const char *d, size_t len) {
@@ -151,6 +167,12 @@ int zkl__revoke_count(const char *d, size_t len) {
   return header_lines(d, len, REVOKE_KEY, 1);
 }
 
+int zkl__data_has_guid(const char *d, size_t len, const char *guid) {
+  char line[sizeof GUID_KEY + ZKL__GUID_LEN];
+  int n = snprintf(line, sizeof line, GUID_KEY "%s", guid);
+  return n > 0 && (size_t)n < sizeof line && header_lines(d, len, line, 0) > 0;
+}
+
 /* Whether line [p, nl) is `key` followed by exactly `val` (vlen bytes). */
 static int line_is(const char *p, const char *nl, const char *key,
                    const char *val, size_t vlen) {
@@ -186,9 +208,11 @@ int zkl__data_intact(const char *d, size_t len, long pid, const char *id,
              ((marks & ZKL__MARK_HELD) &&
               line_is(p, nl, ZKL__LINE_HELD, "", 0)))
       ;
-    /* what no reader of the queue acts on: where we run, and revokers'
-     * requests, which anyone may add */
+    /* what no reader of the queue acts on: where we run, a flat lock's
+     * guid (read only to adopt a node our own session owns), and
+     * revokers' requests, which anyone may add */
     else if (!(line_has_key(p, nl, "host=") ||
+               line_has_key(p, nl, GUID_KEY) ||
                line_has_key(p, nl, "thread=") ||
                line_has_key(p, nl, REVOKE_KEY)))
       return 0;

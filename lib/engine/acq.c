@@ -80,7 +80,7 @@ void zkl__lose_rewritten(zkl_client_t *c, zkl__acq_t *a) {
   /* ours still: deleted at once, or it would keep the queue waiting
    * behind a hold that is no longer one */
   if (a->sess && a->path && is_hold(a))
-    zkl__defer_delete_now(c, a->sess, a->path);
+    zkl__defer_delete_now(c, a->sess, a->path, a->czxid);
   zkl__lose(c, a, "its data rewritten by someone else");
 }
 
@@ -102,8 +102,8 @@ static void disconnected(zkl_client_t *c, zkl__session_t *s) {
             ZKL_STATE_AT_RISK)
       continue;
     if (a->q->flags & ZKL__Q_LOSE_ON_DISCONNECT) {
-      if (a->path)
-        zkl__defer_delete(c, s, a->path); /* gone once reconnected */
+      if (a->path) /* gone once reconnected */
+        zkl__defer_delete(c, s, a->path, a->czxid);
       lose(c, a);
     } else {
       zkl__set_state(c, a, ZKL_STATE_AT_RISK);
@@ -141,7 +141,7 @@ void zkl__acqs_expire_at_risk(zkl_client_t *c) {
       /* If the session survives after all, the node must not block the
        * queue: delete it once connected. */
       if (a->path)
-        zkl__defer_delete(c, a->sess, a->path);
+        zkl__defer_delete(c, a->sess, a->path, a->czxid);
       zkl__post_log(c, ZKL_LOG_WARN,
                     "%s: LOST, disconnected too long for the session to be "
                     "trusted",

@@ -143,7 +143,7 @@ static void step_released(zkl__acq_t *a) {
     if (!m)
       continue;
     if (del->ctx && zkl__is_conn_error(del->rc))
-      zkl__defer_delete(c, m->sess, m->path);
+      zkl__defer_delete(c, m->sess, m->path, 0);
     zkl__call_free(del);
     atomic_store(&m->state, ZKL_STATE_NONE);
     zkl__post_state(c, m, ZKL_STATE_NONE);
@@ -174,7 +174,7 @@ static void members_release(zkl__acq_t *a, int rc) {
       continue;
     if (c->state != ZKL_CLIENT_CONNECTED) {
       /* a delete sent now would only wait for the reconnection */
-      zkl__defer_delete(c, m->sess, m->path);
+      zkl__defer_delete(c, m->sess, m->path, 0);
       continue;
     }
     zkl__prep(a, del);
@@ -326,7 +326,7 @@ static void joined(zkl__acq_t *a, int rc) {
   j->look = 0;
   if ((rc = zkl__join_halted(j, -1)) != ZKL_OK) {
     for (i = 0; i < j->n; i++)
-      zkl__defer_delete_now(j->c, t->s, t->paths[i]);
+      zkl__defer_delete_now(j->c, t->s, t->paths[i], 0);
     attempt_end(a, rc);
     return;
   }
@@ -338,7 +338,7 @@ static void joined(zkl__acq_t *a, int rc) {
                                  t->s, t->paths[i], t->czxid, &t->ls[i],
                                  member_done, j, &j->a[i]);
     if (rc != ZKL_OK) {
-      zkl__defer_delete_now(j->c, t->s, t->paths[i]);
+      zkl__defer_delete_now(j->c, t->s, t->paths[i], 0);
       j->a[i] = NULL;
       j->rc[i] = rc;
       j->running--;

@@ -83,7 +83,7 @@ static void answered(zkl__rel_t *rel) {
     removed(rel, zrc);
     return;
   }
-  zkl__defer_delete(c, rel->s, a->path);
+  zkl__defer_delete(c, rel->s, a->path, a->czxid);
   if (!rel->judge) {
     removed(rel, zrc);
     return;
@@ -175,7 +175,7 @@ static void remove_begin(zkl__rel_t *rel) {
     /* Nobody waits for this one's fate (an acquire giving up): a delete
      * sent now would only wait for the reconnection, or for the C client
      * to give up on it, past the caller's deadline. */
-    zkl__defer_delete(c, s, a->path);
+    zkl__defer_delete(c, s, a->path, a->czxid);
     removed(rel, ZCONNECTIONLOSS);
   } else {
     send_delete(rel);

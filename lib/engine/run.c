@@ -186,7 +186,7 @@ void zkl__queue_discard(zkl__acq_t *a) {
 void zkl__queue_drop(zkl__acq_t *a) {
   zkl_client_t *c = a->q->c;
   if (a->path && a->sess && !a->sess->expired)
-    zkl__defer_delete_now(c, a->sess, a->path);
+    zkl__defer_delete_now(c, a->sess, a->path, a->czxid);
   zkl__went_del(c, &a->own_went);
   free(a->path);
   a->path = NULL;

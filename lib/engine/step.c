@@ -179,7 +179,7 @@ void zkl__drop_node(zkl_client_t *c, zkl__acq_t *a) {
  * data someone rewrote is still ours, and goes. */
 void zkl__end_run(zkl__acq_t *a, int rc) {
   if (rc == ZKL_EREVOKED && a->tainted && a->path && a->sess)
-    zkl__defer_delete_now(a->q->c, a->sess, a->path);
+    zkl__defer_delete_now(a->q->c, a->sess, a->path, a->czxid);
   if (rc == ZKL_EREVOKED)
     zkl__drop_node(a->q->c, a);
   zkl__finish(a, rc);

@@ -80,7 +80,7 @@ static void on_dropped(zkl__call_t *call) {
   struct drop *d = call->ctx;
   zkl_client_t *c = call->c;
   if (zkl__is_conn_error(call->rc))
-    zkl__defer_delete(c, d->s, d->path); /* once connected again */
+    zkl__defer_delete(c, d->s, d->path, 0); /* once connected again */
   if (--d->ml->dropping == 0 && d->ml->unlocking) {
     unlock_told(d->ml->unlocking); /* an async unlock waited for us */
     d->ml->unlocking = NULL;
@@ -123,7 +123,7 @@ static void drop_siblings(zkl_multilock_t *ml, const struct member *lost) {
         on_dropped(&d->call);
       }
     } else {
-      zkl__defer_delete(c, a->sess, a->path);
+      zkl__defer_delete(c, a->sess, a->path, 0);
     }
     zkl__lose(c, a, "another member of its multi-lock was lost");
   }

@@ -6,7 +6,10 @@
  * recorded here, by path or (for the lost create) by the guid in its
  * name, and the client's event thread finishes it when the session is
  * connected: it lists the directory for the guid if need be, reads each
- * candidate, and deletes only one whose ephemeral owner is our session.
+ * candidate, and deletes only one whose ephemeral owner is our session
+ * (and, for a flat lock's node, whose name anyone may use, one created at
+ * the czxid we knew, or whose data carries our guid). A delete whose
+ * reply is lost is never sent again blind: the node is read again first.
  * Anyone may create a node under a name that contains our guid; such a
  * copy is never ours to delete, and must not hide ours (model/, F4).
  * A record is dropped when its session ends, which removes the node
@@ -26,6 +29,10 @@ struct zkl__pdel {
   char *path;  /* the candidate being read or deleted; NULL: find by guid */
   char *dir;   /* by guid: the directory to list */
   char guid[ZKL__GUID_LEN + 1];
+  /* path only if created at czxid (0: any), or only if its data carries
+   * guid (bydata): a flat lock's name is everybody's (zk.h) */
+  int64_t czxid;
+  int bydata;
   char **cand; /* by guid: the other names found with our guid, as paths */
   int ncand;
   int listed;
@@ -35,11 +42,12 @@ struct zkl__pdel {
   struct zkl__pdel *next;
 };
 
-static void defer(zkl_client_t *c, zkl__session_t *s, const char *path,
-                  const char *dir, const char *guid) {
+static struct zkl__pdel *defer(zkl_client_t *c, zkl__session_t *s,
+                               const char *path, const char *dir,
+                               const char *guid) {
   struct zkl__pdel *p = calloc(1, sizeof *p);
   if (!p)
-    return; /* the node still goes when the session ends */
+    return NULL; /* the node still goes when the session ends */
   p->c = c;
   p->s = s;
   s->refs++;
@@ -51,16 +59,27 @@ static void defer(zkl_client_t *c, zkl__session_t *s, const char *path,
   p->next = c->pdel;
   c->pdel = p;
   pthread_cond_broadcast(&c->cv);
+  return p;
 }
 
 void zkl__defer_delete_now(zkl_client_t *c, zkl__session_t *s,
-                           const char *path) {
-  defer(c, s, path, NULL, NULL);
+                           const char *path, int64_t czxid) {
+  struct zkl__pdel *p = defer(c, s, path, NULL, NULL);
+  if (p)
+    p->czxid = czxid;
 }
 
-void zkl__defer_delete(zkl_client_t *c, zkl__session_t *s, const char *path) {
+void zkl__defer_delete(zkl_client_t *c, zkl__session_t *s, const char *path,
+                       int64_t czxid) {
   zkl__post_log(c, ZKL_LOG_INFO, "%s: will be deleted once connected", path);
-  defer(c, s, path, NULL, NULL);
+  zkl__defer_delete_now(c, s, path, czxid);
+}
+
+void zkl__defer_delete_guid(zkl_client_t *c, zkl__session_t *s,
+                            const char *path, const char *guid) {
+  struct zkl__pdel *p = defer(c, s, path, NULL, guid);
+  if (p)
+    p->bydata = 1;
 }
 
 void zkl__defer_find_delete(zkl_client_t *c, zkl__session_t *s,
@@ -93,7 +112,13 @@ static void on_pdel_read(zkl__call_t *call) {
   struct zkl__pdel *p = call->ctx;
   int rc = call->rc;
   p->inflight = 0;
-  if (rc == ZOK && call->stat.ephemeralOwner == p->s->id) {
+  if (rc == ZOK && call->stat.ephemeralOwner == p->s->id &&
+      (!p->czxid || call->stat.czxid == p->czxid) &&
+      (!p->bydata ||
+       zkl__data_has_guid(call->data, (size_t)(call->data_len > 0
+                                                  ? call->data_len
+                                                  : 0),
+                          p->guid))) {
     p->mine = 1;
   } else if (rc == ZOK || rc == ZNONODE) {
     if (rc == ZOK)
@@ -104,6 +129,7 @@ static void on_pdel_read(zkl__call_t *call) {
   } else if (!zkl__is_conn_error(rc)) {
     p->done = 1;
   }
+  zkl__call_free(call); /* a flat node's read carried its data */
   pthread_cond_broadcast(&p->c->cv);
 }
 
@@ -155,7 +181,8 @@ void zkl__pdel_run(zkl_client_t *c) {
         rc = zkl__children(&p->call, p->s, p->dir);
       } else if (!p->mine) {
         zkl__call_init_fn(&p->call, c, on_pdel_read, p);
-        rc = zkl__exists(&p->call, p->s, p->path);
+        rc = p->bydata ? zkl__get(&p->call, p->s, p->path, 0)
+                       : zkl__exists(&p->call, p->s, p->path);
       } else {
         zkl__call_init_fn(&p->call, c, on_pdel_deleted, p);
         rc = zkl__delete(&p->call, p->s, p->path);

@@ -38,12 +38,21 @@ ZKL__HIDDEN int64_t zkl__verdict_end(const zkl_client_t *c);
 ZKL__HIDDEN int zkl__session_verdict(const zkl_client_t *c,
                                      const zkl__session_t *s, uint64_t epoch,
                                      int64_t end, int64_t *due);
+/* deferred.c: delete `path` once connected, if its ephemeral owner is s
+ * and, when czxid is not 0, it is the node created at czxid: a flat
+ * lock's name (ZKL_MUTEX_FLAT) is everybody's, and another acquisition
+ * of this very session may have made it again since. */
 ZKL__HIDDEN void zkl__defer_delete(zkl_client_t *c, zkl__session_t *s,
-                                   const char *path);
+                                   const char *path, int64_t czxid);
 /* The same, for a node given up with the connection up: sent at once by
  * the event thread, with no log line. */
 ZKL__HIDDEN void zkl__defer_delete_now(zkl_client_t *c, zkl__session_t *s,
-                                       const char *path);
+                                       const char *path, int64_t czxid);
+/* The same for a flat lock's node whose create's reply was lost (its
+ * czxid unknown): deleted only if s owns it and its data carries the
+ * line "guid=<guid>" (zkl__data_has_guid). */
+ZKL__HIDDEN void zkl__defer_delete_guid(zkl_client_t *c, zkl__session_t *s,
+                                        const char *path, const char *guid);
 ZKL__HIDDEN void zkl__defer_find_delete(zkl_client_t *c, zkl__session_t *s,
                                         const char *dir, const char *guid);
 /* deferred.c, for the event thread: send what is due, free what is done;
