@@ -365,7 +365,41 @@ enum {
    * lock's parent, when we make it, is a persistent node (as kazoo makes
    * it), not a container, and zklock never deletes it: kazoo checks the
    * parent once per Lock object and never makes it again. */
-  ZKL_MUTEX_KAZOO = 1 << 1
+  ZKL_MUTEX_KAZOO = 1 << 1,
+  /* A flat lock, for many keys each rarely contended: no queue, the lock
+   * is one ephemeral node, <root>/<name> itself, and whoever creates it
+   * holds (as Redis's SET NX). Uncontended it costs what a queue lock
+   * does (one create, one delete) and leaves no directory per key. Its
+   * data is our usual header plus a "guid=" line naming the acquisition
+   * that made it; the token is its czxid, as for any hold. The whole
+   * mutex API works as documented, with these differences:
+   * - NOT FIFO: a waiter reads the node with a watch and, when that watch
+   *   fires (the holder released, or its session ended), creates the node
+   *   again; whichever create comes first holds, and the others wait
+   *   again. A waiter may lose any number of such races (starvation is
+   *   possible under steady contention: use the queue lock there). The
+   *   herd is bounded: each waiter sends one create per release it hears
+   *   of, and never retries before its own watch fires.
+   * - A node at the name that is not ephemeral (a queue lock's directory
+   *   of the same name, or one planted by hand) never goes by itself: the
+   *   acquire returns ZKL_EMISMATCH at once, logs why at WARN, and leaves
+   *   the node alone. A flat lock and a queue lock (zkl_mutex_t without
+   *   this flag, zkl_rwlock_t, Curator, kazoo) on one name do not exclude
+   *   each other: they are different locks that fail each other's
+   *   acquires. Every process of one fleet must choose the same.
+   * - zkl_mutex_trylock() sends one create: a node there that is not
+   *   ours is ZKL_EBUSY (a planted one too).
+   * - A create whose reply was lost is read again after the
+   *   reconnection, and held only if our session owns the node and its
+   *   data carries our guid: never created twice, never taken from
+   *   someone else. Deletes that must wait for a connection check the
+   *   node's owner and czxid (or guid) before they go, so a node another
+   *   acquisition of this process made since is never deleted.
+   * - The parent <root> is made as for a queue lock (a container, on
+   *   first use) and never deleted by this object.
+   * - zkl_mutex_queue() shows a held flat lock as one entry (seq 0).
+   * Combining it with ZKL_MUTEX_KAZOO is ZKL_EINVAL. */
+  ZKL_MUTEX_FLAT = 1 << 2
 };
 
 typedef struct zkl_mutex_options {
@@ -394,14 +428,16 @@ typedef struct zkl_mutex_options {
  * (another library's, such as Curator's "_c_<uuid>-lock-<seq>" or kazoo's
  * "__lock__", another zklock recipe's, or a planted one), for that
  * library may rely on the parent staying. The names decide: nothing
- * extra is read.
+ * extra is read. A flat lock (ZKL_MUTEX_FLAT) has no directory: its node
+ * is <root>/<name>, and <root> is never deleted by this object.
  *
  * `name` must be 1..ZKL_NAME_MAX bytes, contain no '/', no control
  * character, and not be "." or "..". opts->root must be an absolute path
  * without a trailing '/', empty components, "." or ".." components, at most
  * ZKL_ROOT_MAX bytes.
  *
- * Returns ZKL_OK (*out set; free with zkl_mutex_destroy()), ZKL_EINVAL,
+ * Returns ZKL_OK (*out set; free with zkl_mutex_destroy()), ZKL_EINVAL
+ * (also for ZKL_MUTEX_FLAT with ZKL_MUTEX_KAZOO, or an unknown flag),
  * ZKL_ENOMEM, ZKL_ECLOSED. Thread-safe.
  */
 ZKL_EXTERN int zkl_mutex_create(zkl_mutex_t **out, zkl_client_t *client,
@@ -443,7 +479,8 @@ ZKL_EXTERN int zkl_mutex_destroy(zkl_mutex_t *mutex);
  * the lock (sequences far apart, non-sequential names) may delay us but
  * never make two holders. A node that is not ephemeral (ephemeralOwner 0)
  * will never go away by itself: we do not wait behind it, and log it once
- * at WARN.
+ * at WARN. A flat lock (ZKL_MUTEX_FLAT) has no queue: see there; it also
+ * returns ZKL_EMISMATCH (a node that is not ephemeral at its name).
  */
 ZKL_EXTERN int zkl_mutex_lock(zkl_mutex_t *mutex);
 
@@ -580,7 +617,9 @@ enum { ZKL_MODE_EXCLUSIVE = 0, ZKL_MODE_SHARED = 1, ZKL_MODE_LEASE = 2 };
  * entries (NULL and 0 when the queue is empty or the lock never existed);
  * free it with zkl_contenders_free(). Nodes that vanish while being read
  * are left out. The listing is preceded by a sync, so it reflects every
- * change committed before the call, by any session. Returns ZKL_OK,
+ * change committed before the call, by any session. A flat lock
+ * (ZKL_MUTEX_FLAT) held shows as one entry: its node's name (`name`),
+ * seq 0, holds 1; its waiters leave no trace to list. Returns ZKL_OK,
  * ZKL_EINVAL, ZKL_ENOMEM, a ZooKeeper code.
  */
 ZKL_EXTERN int zkl_mutex_queue(zkl_client_t *client, const char *root,

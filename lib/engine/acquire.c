@@ -89,6 +89,10 @@ void zkl__step_top(zkl__acq_t *a) {
   }
   if (a->session_lost || (a->path && !a->sess))
     zkl__drop_node(c, a);
+  if (a->q->flags & ZKL__Q_FLAT) {
+    zkl__flat_top(a); /* no queue: one node, whoever makes it holds */
+    return;
+  }
   if (!a->path && r->member) {
     /* A new node of ours would be younger than the multi-lock's other
      * nodes, and a wait on it could close a cycle: all or none again. */

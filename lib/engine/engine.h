@@ -27,7 +27,12 @@ enum {
   /* kazoo's naming: kazoo checks a lock's parent once per Lock object and
    * never makes it again, so ours is a persistent node (as kazoo makes
    * it), never deleted by us, nor swept by the server as a container */
-  ZKL__Q_KEEP_DIR = 1 << 3
+  ZKL__Q_KEEP_DIR = 1 << 3,
+  /* a flat lock (ZKL_MUTEX_FLAT, flat.c): the node is <dir> itself, an
+   * ephemeral node whoever creates holds; its parent is made as any
+   * queue's, never deleted by us (dir_made stays 0, so release.c's
+   * dir_ours() is false) */
+  ZKL__Q_FLAT = 1 << 4
 };
 
 /* A queue: the ZooKeeper directory <root>/<name> and how we join it.
@@ -379,6 +384,9 @@ struct zkl__run {
   int nonode;
   int first; /* no look at the queue yet */
   int member; /* one node of a multi-lock's: never joins again alone */
+  /* flat.c: a create of ours may have been made, its reply lost; nothing
+   * has shown yet that it was not (the node is read before any retry) */
+  int unsure;
   /* A run with no node of its own (zkl__run_start_bare): what its steps
    * work on, or NULL. */
   void *owner;
@@ -457,6 +465,9 @@ ZKL__HIDDEN void zkl__relay(zkl__queue_t *q, zkl__acq_t *a);
 ZKL__HIDDEN void zkl__step_mkdir(zkl__acq_t *a);
 ZKL__HIDDEN void zkl__recover(zkl__acq_t *a, uint64_t epoch);
 ZKL__HIDDEN void zkl__step_agree(zkl__acq_t *a);
+/* flat.c: the top of a flat lock's every pass (zkl__step_top goes there
+ * for a ZKL__Q_FLAT queue, once it checked that the run goes on) */
+ZKL__HIDDEN void zkl__flat_top(zkl__acq_t *a);
 /* acquire.c */
 ZKL__HIDDEN void zkl__step_top(zkl__acq_t *a);
 ZKL__HIDDEN void zkl__joined(zkl__acq_t *a);

@@ -132,6 +132,27 @@ static int order_listing(zkl_contender_t *res, size_t n, int limit) {
   return rc;
 }
 
+/* <dir> itself is ephemeral: a flat lock's node (ZKL_MUTEX_FLAT), held.
+ * It is the one entry, read by the getData gd. */
+static int flat_entry(const char *dir, const zkl__call_t *gd,
+                      zkl_contender_t **res, size_t *count) {
+  zkl_contender_t *e = calloc(1, sizeof *e);
+  int rc;
+  if (!e || !(e->node = zkl__strdup(strrchr(dir, '/') + 1))) {
+    free(e);
+    return ZKL_ENOMEM;
+  }
+  e->czxid = gd->stat.czxid;
+  e->ctime_ms = gd->stat.ctime;
+  e->owner = gd->stat.ephemeralOwner;
+  e->mode = ZKL_MODE_EXCLUSIVE;
+  e->holds = 1;
+  rc = zkl__parse_node_data(e, gd->data, (size_t)gd->data_len);
+  *res = e;
+  *count = 1;
+  return rc;
+}
+
 int zkl__queue_list(zkl_client_t *c, const char *dir, zkl_contender_t **out,
                     size_t *count) {
   pthread_cond_t cv;
@@ -161,8 +182,10 @@ int zkl__queue_list(zkl_client_t *c, const char *dir, zkl_contender_t **out,
   pthread_mutex_unlock(&c->mu);
   zkl__call_free(&sy);
   limit = gd.rc == ZOK ? zkl__dir_limit(gd.data, (size_t)gd.data_len) : 0;
-  zkl__call_free(&gd);
   rc = ls.rc == ZNONODE ? ZOK : ls.rc;
+  if (rc == ZOK && gd.rc == ZOK && gd.stat.ephemeralOwner != 0)
+    rc = flat_entry(dir, &gd, &res, count);
+  zkl__call_free(&gd);
   if (rc == ZOK && ls.kids.count > 0) {
     n = zkl__contenders(ls.kids.data, ls.kids.count, &it);
     res = n >= 0 ? calloc((size_t)n + 1, sizeof *res) : NULL;

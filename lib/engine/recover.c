@@ -26,6 +26,13 @@ static void step_agree_read(zkl__acq_t *a);
 
 /* ---- making the queue's parents ------------------------------------------ */
 
+/* How much of q->dir is made here: all of it, but for a flat lock only
+ * its parent, for the node is q->dir itself (flat.c). */
+static size_t made_len(const zkl__queue_t *q) {
+  return (q->flags & ZKL__Q_FLAT) ? (size_t)(strrchr(q->dir, '/') - q->dir)
+                                  : strlen(q->dir);
+}
+
 /* Creates the missing components of q->dir as container nodes, deepest
  * first: the immediate parent, then, only on ZNONODE, one level up, and
  * back down. Creating a component that exists would need CREATE on its
@@ -37,7 +44,7 @@ void zkl__step_mkdir(zkl__acq_t *a) {
   zkl__queue_t *q = a->q;
   /* the queue's own directory carries what its members agree on, and is
    * the one a kazoo flavour keeps (its parents hold it: never empty) */
-  int leaf = strlen(r->mk) == strlen(q->dir);
+  int leaf = !(q->flags & ZKL__Q_FLAT) && strlen(r->mk) == strlen(q->dir);
   const char *d = leaf ? q->dir_data : NULL;
   zkl__prep(a, &r->aux);
   zkl__sent(a, &r->aux,
@@ -48,9 +55,10 @@ void zkl__step_mkdir(zkl__acq_t *a) {
 
 static void step_mkdir_done(zkl__acq_t *a) {
   zkl__run_t *r = a->run;
-  size_t len = strlen(a->q->dir);
+  size_t len = made_len(a->q);
   int rc = r->aux.rc == ZNODEEXISTS ? ZOK : r->aux.rc;
-  if (r->aux.rc == ZOK && strlen(r->mk) == len)
+  if (r->aux.rc == ZOK && strlen(r->mk) == len &&
+      !(a->q->flags & ZKL__Q_FLAT)) /* a flat lock's parent is not its dir */
     a->q->dir_made = r->aux.stat.czxid, r->made_dir = 1;
   zkl__call_free(&r->aux);
   if (rc == ZNONODE && strchr(r->mk + 1, '/')) {

@@ -40,9 +40,13 @@ int zkl_mutex_create(zkl_mutex_t **out, zkl_client_t *c, const char *name,
   *out = NULL;
   rc = zkl__recipe_args(c, name, root, o ? o->data : NULL, o ? o->data_len : 0,
                         o ? o->flags : 0,
-                        ZKL_MUTEX_NO_NODE_WATCH | ZKL_MUTEX_KAZOO);
+                        ZKL_MUTEX_NO_NODE_WATCH | ZKL_MUTEX_KAZOO |
+                            ZKL_MUTEX_FLAT);
   if (rc != ZKL_OK)
     return rc;
+  /* a flat lock has no queue whose nodes kazoo could name */
+  if (o && (o->flags & ZKL_MUTEX_FLAT) && (o->flags & ZKL_MUTEX_KAZOO))
+    return ZKL_EINVAL;
   m = calloc(1, sizeof *m);
   if (!m)
     return ZKL_ENOMEM;
@@ -55,6 +59,8 @@ int zkl_mutex_create(zkl_mutex_t **out, zkl_client_t *c, const char *name,
     spec.flags = ZKL__Q_NO_NODE_WATCH;
   if (o && (o->flags & ZKL_MUTEX_KAZOO))
     spec.flags |= ZKL__Q_KEEP_DIR;
+  if (o && (o->flags & ZKL_MUTEX_FLAT))
+    spec.flags |= ZKL__Q_FLAT;
   spec.notify = m->fn ? mutex_notify : NULL;
   if ((rc = zkl__queue_open(&m->q, c, &spec, m)) != ZKL_OK) {
     free(m);
