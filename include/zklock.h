@@ -102,7 +102,7 @@ extern "C" {
   XX(EAUTH, -1015, "authentication with the ensemble failed")                \
   XX(EFORKED, -1016, "object inherited across fork(): unusable in the child") \
   XX(EDEADLK, -1017, "calling thread holds this lock through another object") \
-  XX(EMISMATCH, -1018, "members disagree on the semaphore's number of leases")
+  XX(EMISMATCH, -1018, "members disagree on the lock's kind, or a semaphore's leases")
 
 typedef enum zkl_error {
   ZKL_OK = 0,

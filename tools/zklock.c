@@ -12,8 +12,8 @@
 static const char usage_text[] =
     "usage: zklock [-s HOSTS] [-r ROOT] [-n | -w SECONDS] [-E CODE]\n"
     "              [-t SESSION_MS] [-k SECONDS] [-a FILE] [--acl ACL] [--kazoo]\n"
-    "              [--shared | --write | --permits N] [--on-revoke SIGNAL]\n"
-    "              [--also NAME2 ...]\n"
+    "              [--shared | --write | --permits N | --flat]\n"
+    "              [--on-revoke SIGNAL] [--also NAME2 ...]\n"
     "              NAME COMMAND [ARG...]\n"
     "       zklock [-s HOSTS] [-r ROOT] [-a FILE] --list NAME\n"
     "       zklock [-s HOSTS] [-r ROOT] [-a FILE] --revoke [--grace SECONDS]\n"
@@ -41,6 +41,9 @@ static const char usage_text[] =
     "                            writer (as Curator's; with --kazoo, kazoo's)\n"
     "      --permits N           take one of N leases of a semaphore: up to N\n"
     "                            holders at once (all must say the same N)\n"
+    "      --flat                a flat lock: ROOT/NAME itself is the node,\n"
+    "                            for many rarely contended keys; not FIFO\n"
+    "                            (exclusive; not with --kazoo or --also)\n"
     "      --also NAME2          hold NAME2 too (repeatable): every lock is\n"
     "                            taken at once, in one transaction, so two\n"
     "                            runs naming them in any order never deadlock\n"
@@ -75,10 +78,11 @@ struct opts {
   const char *node;
   const char *also[ZKL_MULTILOCK_MAX - 1]; /* --also: more locks, held with NAME */
   int nalso;
+  int flat; /* --flat: ZKL_MUTEX_FLAT */
 };
 /* main()'s options before parsing; fuzz/fuzz_zklock_cli.c starts from it too. */
 #define OPTS_DEFAULT                                                           \
-  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL}, "/locks", 0, 0, -1, 1, 5000, 0, 0, 0, 0, 0, -1, NULL, {0}, 0}
+  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL}, "/locks", 0, 0, -1, 1, 5000, 0, 0, 0, 0, 0, -1, NULL, {0}, 0, 0}
 
 
 /* What we hold: an exclusive mutex, a side of a read-write lock (`write`
@@ -154,6 +158,7 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
       {"conflict-exit-code", required_argument, 0, 'E'},
       {"list", no_argument, 0, 'l'},
       {"kazoo", no_argument, 0, 'K'},
+      {"flat", no_argument, 0, 'F'},
       {"shared", no_argument, 0, 'R'},
       {"write", no_argument, 0, 'W'},
       {"permits", required_argument, 0, 'P'},
@@ -173,6 +178,7 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     case 'n': o->nonblock = 1; break;
     case 'l': o->list = 1; break;
     case 'K': o->kazoo = 1; break;
+    case 'F': o->flat = 1; break;
     case 'R': o->shared = 1; break;
     case 'W': o->write = 1; break;
     case 'X': o->revoke = 1; break;
@@ -215,6 +221,10 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     return cli_usage("--shared, --write and --permits cannot be combined");
   if (o->permits && o->kazoo)
     return cli_usage("--permits has no kazoo naming");
+  if (o->flat && (o->shared || o->write || o->permits || o->kazoo ||
+                  o->nalso || o->revoke))
+    return cli_usage("--flat is an exclusive lock only: not with --shared, "
+                     "--write, --permits, --kazoo, --also or --revoke");
   if (o->nonblock && o->wait_s >= 0)
     return cli_usage("-n and -w cannot be combined");
   if (optind >= argc)
@@ -420,7 +430,7 @@ int main(int argc, char **argv) {
   mo.state_fn = on_state;
   ro.state_fn = on_rw_state;
   so.state_fn = on_sem_state;
-  mo.flags = o.kazoo ? ZKL_MUTEX_KAZOO : 0;
+  mo.flags = o.kazoo ? ZKL_MUTEX_KAZOO : o.flat ? ZKL_MUTEX_FLAT : 0;
   ro.flags = o.kazoo ? ZKL_RWLOCK_KAZOO : 0;
   k.write = o.write;
   mlo.root = o.root;
