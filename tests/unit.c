@@ -397,6 +397,31 @@ static void test_guid_and_data(void) {
   free(d);
 }
 
+/* A flat lock's node data names the acquisition that made it; only a
+ * whole header line with our guid counts (a longer guid, or the guid in
+ * the caller's data, does not), and the line is no rewrite. */
+static void test_flat_guid_data(void) {
+  char g[ZKL__GUID_LEN + 1], other[ZKL__GUID_LEN + 1], buf[300];
+  char *d = NULL;
+  size_t n = 0;
+  int k;
+  CHECK_RC(zkl__guid(g), ZKL_OK);
+  CHECK_RC(zkl__guid(other), ZKL_OK);
+  CHECK_RC(zkl__node_data_guid(g, "xy", 2, &d, &n), ZKL_OK);
+  CHECK(d && zkl__data_has_guid(d, n, g));
+  CHECK(d && !zkl__data_has_guid(d, n, other));
+  CHECK(d && zkl__data_intact(d, n, (long)getpid(), NULL, "xy", 2, 0));
+  CHECK(d && memcmp(d + n - 4, "\n\nxy", 4) == 0);
+  free(d);
+  k = snprintf(buf, sizeof buf, "zklock 1\nguid=%sX\n\n", g);
+  CHECK(!zkl__data_has_guid(buf, (size_t)k, g));
+  k = snprintf(buf, sizeof buf, "zklock 1\npid=1\n\nguid=%s\n", g);
+  CHECK(!zkl__data_has_guid(buf, (size_t)k, g));
+  k = snprintf(buf, sizeof buf, "guid=%s\n", g);
+  CHECK(!zkl__data_has_guid(buf, (size_t)k, g));
+  CHECK(!zkl__data_has_guid(NULL, 0, g));
+}
+
 static void test_node_data_parse(void) {
   static const char full[] = "zklock 1\nhost=web-1\npid=42\nthread=43\n"
                              "id=cand-1\n\njob";
@@ -629,6 +654,7 @@ int main(void) {
   RUN(test_guid_and_data);
   RUN(test_handles);
   RUN(test_data_intact);
+  RUN(test_flat_guid_data);
   RUN(test_node_data_parse);
   RUN(test_data_add_line);
   RUN(test_revoke_lines);
