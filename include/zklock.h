@@ -368,8 +368,8 @@ enum {
   ZKL_MUTEX_KAZOO = 1 << 1,
   /* A flat lock, for many keys each rarely contended: no queue, the lock
    * is one ephemeral node, <root>/<name> itself, and whoever creates it
-   * holds (as Redis's SET NX). Uncontended it costs what a queue lock
-   * does (one create, one delete) and leaves no directory per key. Its
+   * holds (as Redis's SET NX). Uncontended it costs a create, and at
+   * unlock a read and a delete, and leaves no directory per key. Its
    * data is our usual header plus a "guid=" line naming the acquisition
    * that made it; the token is its czxid, as for any hold. The whole
    * mutex API works as documented, with these differences:
@@ -395,6 +395,12 @@ enum {
    *   someone else. Deletes that must wait for a connection check the
    *   node's owner and czxid (or guid) before they go, so a node another
    *   acquisition of this process made since is never deleted.
+   * - The final unlock reads the node *before* its delete, not in the
+   *   same round trip (two round trips): the name is everybody's, and a
+   *   node someone made there after ours was deleted behind our back is
+   *   theirs. Unlock then returns ZKL_ELOST and leaves it alone (only a
+   *   delete of ours and a create landing between our read and our
+   *   delete, a few milliseconds, could still take it).
    * - The parent <root> is made as for a queue lock (a container, on
    *   first use) and never deleted by this object.
    * - zkl_mutex_queue() shows a held flat lock as one entry (seq 0).

@@ -279,6 +279,34 @@ static void test_deleted_is_lost(void) {
   zkl_client_destroy(c);
 }
 
+/* Our node deleted by someone else, and the lock taken by another client
+ * before we heard of it (no own-node watch): our unlock reports the loss
+ * and leaves the new holder's node alone. */
+static void test_unlock_spares_next_holder(void) {
+  zkl_client_t *a = client(10000), *b = client(10000);
+  zkl_mutex_t *ma, *mb;
+  struct Stat st;
+  int64_t czxid;
+  new_root();
+  ma = mutex_with(a, "next", ZKL_MUTEX_FLAT | ZKL_MUTEX_NO_NODE_WATCH, NULL);
+  mb = flat(b, "next");
+  CHECK_RC(zkl_mutex_lock(ma), ZKL_OK);
+  CHECK_INT(zoo_delete(admin, at("next"), -1), ==, ZOK);
+  CHECK_RC(zkl_mutex_timedlock(mb, zkl_now_ms() + 5000), ZKL_OK);
+  CHECK_INT(stat_of("next", &st), ==, ZOK);
+  czxid = st.czxid;
+  usleep(300000); /* a's server has seen b's create */
+  CHECK_RC(zkl_mutex_unlock(ma), ZKL_ELOST);
+  CHECK_INT(stat_of("next", &st), ==, ZOK);
+  CHECK_INT(st.czxid, ==, czxid);
+  CHECK_RC(zkl_mutex_verify(mb), ZKL_OK);
+  CHECK_RC(zkl_mutex_unlock(mb), ZKL_OK);
+  zkl_mutex_destroy(ma);
+  zkl_mutex_destroy(mb);
+  zkl_client_destroy(a);
+  zkl_client_destroy(b);
+}
+
 /* A persistent node at the name (a queue lock's directory, or planted):
  * a clear error at once, logged, and the node is left alone. */
 static void test_planted_persistent(void) {
@@ -515,6 +543,7 @@ int main(int argc, char **argv) {
   RUN(test_cancel);
   RUN(test_holder_expires);
   RUN(test_deleted_is_lost);
+  RUN(test_unlock_spares_next_holder);
   RUN(test_planted_persistent);
   RUN(test_planted_ephemeral);
   RUN(test_async);

@@ -115,8 +115,27 @@ static void refused(zkl__rel_t *rel, zkl__call_t *call, int rc) {
   }
 }
 
+/* A flat lock's read (ZKL__Q_FLAT) answered: the delete goes only if it
+ * found our node, for the name is everybody's, and a node someone else
+ * made there since ours went is theirs. Otherwise its code is the
+ * delete's: gone or not ours (ZNONODE) is a loss; no answer leaves the
+ * node to the deferred deletes, which check its czxid. */
+static void on_flat_read(zkl__call_t *call) {
+  zkl__rel_t *rel = call->ctx;
+  zkl__acq_t *a = rel->a;
+  if (!(call->rc == ZOK && zkl__owns_on(a, rel->s, &call->stat))) {
+    rel->del.rc = call->rc == ZOK ? ZNONODE : call->rc;
+    answered(rel);
+    return;
+  }
+  rel->left = 2; /* the delete, and one kept while we send it */
+  zkl__call_init_fn(&rel->del, rel->c, on_answer, rel);
+  refused(rel, &rel->del, zkl__delete(&rel->del, rel->s, a->path));
+  on_answer(&rel->del);
+}
+
 /* With `judge`, a read of the node's czxid, owner and data goes in the
- * same round trip as the delete: a node deleted and re-created by someone
+ * same round trip as the delete (for a flat lock, just before it): a node deleted and re-created by someone
  * else gives ZNONODE, the hold was not ours to the end. The read sees
  * whatever our server had applied when it answered, and nothing our watch
  * could tell us sooner: a change our server applies only after the read
@@ -136,6 +155,15 @@ static void send_delete(zkl__rel_t *rel) {
   rel->tidy = rel->judge && dir_ours(q) && !q->dir_kept;
   if (rel->judge)
     q->dir_kept = 1;
+  if (rel->judge && (q->flags & ZKL__Q_FLAT)) {
+    int rc;
+    zkl__call_init_fn(&rel->st, c, on_flat_read, rel);
+    if ((rc = zkl__get(&rel->st, rel->s, a->path, 0)) != ZOK) {
+      rel->st.rc = rc;
+      on_flat_read(&rel->st);
+    }
+    return;
+  }
   zkl__call_init_fn(&rel->st, c, on_answer, rel);
   zkl__call_init_fn(&rel->del, c, on_answer, rel);
   zkl__call_init_fn(&rel->pd, c, on_answer, rel);
