@@ -171,8 +171,12 @@ static void op_release(bop_t *op) {
 
 static void on_stat_learnt(zkl__call_t *st) {
   bop_t *op = st->ctx;
-  /* gone already (someone deleted it): its owner finds out by guid */
-  create_done(op, st->rc == ZOK ? ZOK : ZCONNECTIONLOSS, st->stat.czxid);
+  /* gone already (someone deleted it), or made again by another session
+   * (a flat lock's name is everybody's): not the stat of ours, whose
+   * owner finds out by guid */
+  int ours = st->rc == ZOK && (!(op->flags & ZOO_EPHEMERAL) ||
+                               st->stat.ephemeralOwner == op->s->id);
+  create_done(op, ours ? ZOK : ZCONNECTIONLOSS, st->stat.czxid);
   op->learnt = 1;
   op_release(op);
 }
