@@ -1239,7 +1239,8 @@ typedef struct zkl_multilock_options {
   size_t data_len;         /* <= ZKL_DATA_MAX */
   zkl_multilock_fn state_fn; /* NULL = no callback */
   void *state_ctx;
-  unsigned flags;          /* ZKL_MUTEX_NO_NODE_WATCH, ZKL_MUTEX_KAZOO */
+  unsigned flags;          /* ZKL_MUTEX_NO_NODE_WATCH, ZKL_MUTEX_KAZOO (not
+                              ZKL_MUTEX_FLAT: no queue to join; ZKL_EINVAL) */
 } zkl_multilock_options_t;
 
 /*
