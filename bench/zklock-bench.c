@@ -32,6 +32,8 @@ static int session_ms = 60000;
 /* --async-release: many-keys releases with zkl_hold_release_async(), so a
  * thread's next acquire may ride the same transaction as its release */
 static int async_release;
+/* --flat: every mutex is a flat lock (ZKL_MUTEX_FLAT) */
+static int flat;
 static char base[256];
 
 static int64_t now_ns(void) {
@@ -245,6 +247,7 @@ static zkl_mutex_t *new_mutex(zkl_client_t *c, const char *r,
   zkl_mutex_t *m = NULL;
   int rc;
   o.root = r;
+  o.flags = flat ? ZKL_MUTEX_FLAT : 0;
   if ((rc = zkl_mutex_create(&m, c, name, &o)) != ZKL_OK)
     die("mutex", rc);
   return m;
@@ -709,6 +712,7 @@ static void many_keys(zkl_client_t *c) {
   ctr_end(&ctr, M);
   key_int("threads", T);
   key_bool("async_release", async_release);
+  key_bool("flat", flat);
   key_bool("counter_ok", held == total);
   key_int("left_behind", count_children(dir));
   end();
@@ -1163,6 +1167,7 @@ int main(int argc, char **argv) {
       {"label", required_argument, 0, 'l'},
       {"leases", required_argument, 0, 'L'},
       {"async-release", no_argument, 0, 'A'},
+      {"flat", no_argument, 0, 'F'},
       {0, 0, 0, 0}};
   const char *workloads = "uncontended,contended,many-locks,reentrant";
   char wl[256], *save = NULL, *w;
@@ -1183,11 +1188,12 @@ int main(int argc, char **argv) {
     case 'l': label = optarg; break;
     case 'L': leases = num(optarg); break;
     case 'A': async_release = 1; break;
+    case 'F': flat = 1; break;
     default:
       fprintf(stderr, "usage: zklock-bench [--connect HOSTS] [-w LIST] [-N n] "
                       "[--warmup n] [-C n] [-T n] [-M n] [-K n] "
                       "[--session-timeout-ms ms] [--root PATH] [--label L] "
-                      "[--leases n] [--async-release]\n");
+                      "[--leases n] [--async-release] [--flat]\n");
       return 2;
     }
   }
