@@ -18,6 +18,7 @@ static const char usage_text[] =
     "       zklock [-s HOSTS] [-r ROOT] [-a FILE] --list NAME\n"
     "       zklock [-s HOSTS] [-r ROOT] [-a FILE] --revoke [--grace SECONDS]\n"
     "              [--node NODE] NAME\n"
+    "       zklock [-s HOSTS] [-a FILE] --sweep [--older-than SECONDS] ROOT\n"
     "\n"
     "Run COMMAND while holding the ZooKeeper lock ROOT/NAME.\n"
     "\n"
@@ -56,6 +57,11 @@ static const char usage_text[] =
     "                            the nodes of holders that did not release\n"
     "      --node NODE           with --revoke: only this contender (a\n"
     "                            waiter is removed from the queue at once)\n"
+    "      --sweep ROOT          delete the empty lock parents zklock made\n"
+    "                            under ROOT (the server's container sweep,\n"
+    "                            at once); nothing else is touched\n"
+    "      --older-than SECONDS  with --sweep: only parents made or written\n"
+    "                            at least this long ago\n"
     "  -h, --help                this text;  -V, --version\n"
     "\n"
     "Exit: COMMAND's status (128+N if killed by signal N), and 0 only if the\n"
@@ -79,10 +85,12 @@ struct opts {
   const char *also[ZKL_MULTILOCK_MAX - 1]; /* --also: more locks, held with NAME */
   int nalso;
   int flat; /* --flat: ZKL_MUTEX_FLAT */
+  int sweep;      /* --sweep ROOT */
+  double older_s; /* --older-than; < 0: not given */
 };
 /* main()'s options before parsing; fuzz/fuzz_zklock_cli.c starts from it too. */
 #define OPTS_DEFAULT                                                           \
-  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL}, "/locks", 0, 0, -1, 1, 5000, 0, 0, 0, 0, 0, -1, NULL, {0}, 0, 0}
+  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL}, "/locks", 0, 0, -1, 1, 5000, 0, 0, 0, 0, 0, -1, NULL, {0}, 0, 0, 0, -1}
 
 
 /* What we hold: an exclusive mutex, a side of a read-write lock (`write`
@@ -148,6 +156,21 @@ static void on_sem_state(zkl_semaphore_t *sem, int state, uint64_t token,
   lost(state);
 }
 
+/* The rest of parse() for --sweep ROOT: nothing else goes with it (the
+ * root itself is checked by zkl_sweep). */
+static int parse_sweep(int argc, struct opts *o, int *first) {
+  if (!o->sweep)
+    return cli_usage("--older-than goes with --sweep");
+  if (o->list || o->revoke || o->nonblock || o->wait_s >= 0 || o->flat ||
+      o->kazoo || o->shared || o->write || o->permits || o->nalso ||
+      o->node || o->revoke_grace_s >= 0)
+    return cli_usage("--sweep takes only ROOT (and --older-than)");
+  if (optind + 1 != argc)
+    return cli_usage("--sweep takes one ROOT");
+  *first = optind;
+  return cli_conn_ready(&o->cc);
+}
+
 static int parse(int argc, char **argv, struct opts *o, int *first) {
   static const struct option longs[] = {
       CLI_COMMON_LONGS,
@@ -165,6 +188,8 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
       {"revoke", no_argument, 0, 'X'},
       {"grace", required_argument, 0, 'G'},
       {"node", required_argument, 0, 'N'},
+      {"sweep", no_argument, 0, 'S'},
+      {"older-than", required_argument, 0, 'O'},
       {"also", required_argument, 0, 'A'},
       {"help", no_argument, 0, 'h'},
       {"version", no_argument, 0, 'V'},
@@ -183,6 +208,11 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     case 'W': o->write = 1; break;
     case 'X': o->revoke = 1; break;
     case 'N': o->node = optarg; break;
+    case 'S': o->sweep = 1; break;
+    case 'O':
+      if (cli_seconds(optarg, &o->older_s) != 0 || o->older_s < 0)
+        return cli_usage("--older-than needs a number of seconds");
+      break;
     case 'A':
       if (o->nalso >= ZKL_MULTILOCK_MAX - 1)
         return cli_usage("too many --also: at most 63");
@@ -227,6 +257,8 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
                      "--write, --permits, --kazoo, --also or --revoke");
   if (o->nonblock && o->wait_s >= 0)
     return cli_usage("-n and -w cannot be combined");
+  if (o->sweep || o->older_s >= 0)
+    return parse_sweep(argc, o, first);
   if (optind >= argc)
     return cli_usage("missing lock NAME");
   if (cli_check_target("lock", argv[optind], o->root) != 0)
@@ -290,6 +322,24 @@ static int revoke(zkl_client_t *c, const struct opts *o, const char *name) {
     printf("%s: %u node%s deleted\n", what, forced, forced > 1 ? "s" : "");
   else
     printf("%s: released\n", what);
+  return 0;
+}
+
+/* --sweep ROOT: 0 when done (whatever it removed). */
+static int sweep(zkl_client_t *c, const struct opts *o, const char *root) {
+  int64_t older = o->older_s > 0 ? (int64_t)(o->older_s * 1000) : 0;
+  size_t n = 0;
+  int rc = zkl_sweep(c, root, older, &n);
+  char what[ZKL_ROOT_MAX + 32];
+  if (rc == ZKL_EINVAL) {
+    cli_error("%.*s: not a valid root path", ZKL_ROOT_MAX, root);
+    return CLI_EXIT_USAGE;
+  }
+  if (rc != ZKL_OK) {
+    snprintf(what, sizeof what, "cannot sweep %.*s", ZKL_ROOT_MAX, root);
+    return cli_fail(what, rc);
+  }
+  printf("%s: %zu empty lock parent%s removed\n", root, n, n == 1 ? "" : "s");
   return 0;
 }
 
@@ -421,6 +471,11 @@ int main(int argc, char **argv) {
   }
   if ((code = cli_connect(&c, &o.cc)) != 0)
     return code;
+  if (o.sweep) {
+    code = sweep(c, &o, argv[first]);
+    zkl_client_destroy(c);
+    return code;
+  }
   if (o.list || o.revoke) {
     code = o.list ? list_queue(c, &o, argv[first]) : revoke(c, &o, argv[first]);
     zkl_client_destroy(c);
