@@ -489,18 +489,32 @@ void zkl__batch_done(zkl__session_t *s) {
 /* Under s->bmu: the queued transaction op joins. Two creates in one
  * directory never share one: a transaction has one zxid, and their
  * czxids, the lock's fencing tokens, would be equal. */
+/* Whether creates a and b are of one lock, and so must not share a
+ * transaction: every op of one gets the same zxid, so two nodes of one
+ * queue made together would carry one czxid, and two holders one
+ * fencing token. A sequential create is a queue's node, and its lock is
+ * its directory; any other create (a flat lock's node, ZKL_MUTEX_FLAT) is
+ * the lock itself, and only the same path is the same lock: flat locks on
+ * many keys of one root commit together. */
+static int same_lock(const bop_t *a, const bop_t *b) {
+  const char *sa, *sb;
+  size_t da, db;
+  if (!(a->flags & ZOO_SEQUENCE) || !(b->flags & ZOO_SEQUENCE))
+    return strcmp(a->path, b->path) == 0;
+  sa = strrchr(a->path, '/'), sb = strrchr(b->path, '/');
+  da = sa ? (size_t)(sa - a->path) : 0, db = sb ? (size_t)(sb - b->path) : 0;
+  return da == db && strncmp(a->path, b->path, da) == 0;
+}
+
 static batch_t *joining(zkl__session_t *s, const bop_t *op, size_t bytes) {
   batch_t *b, *last = NULL;
   bop_t *o;
-  const char *slash = strrchr(op->path, '/');
-  size_t dl = slash ? (size_t)(slash - op->path) : 0;
   for (b = s->queued; b; b = b->next)
     last = b;
   if (last && (last->n >= OPS_MAX || last->bytes + bytes > BYTES_MAX))
     last = NULL, b = NULL;
   for (o = last ? last->ops : NULL; o && op->kind == BOP_CREATE; o = o->next)
-    if (o->kind == BOP_CREATE && !strncmp(o->path, op->path, dl) &&
-        (o->path[dl] == '/' && !strchr(o->path + dl + 1, '/'))) {
+    if (o->kind == BOP_CREATE && same_lock(o, op)) {
       last = NULL;
       break;
     }
