@@ -26,8 +26,11 @@
  *   connection error, as a lone request would: the owners find their nodes
  *   by guid, as before.
  * - What a create answers. A create inside a transaction returns its name
- *   but no stat, and an owner needs the czxid (fencing token, ownership):
- *   an exists asks for it as soon as the transaction is answered. (The
+ *   but no stat, and an owner needs the czxid (fencing token, ownership).
+ *   A node whose name is known beforehand (a flat lock's) takes a setData
+ *   of itself into the same transaction, whose answer has the stat
+ *   (with_set); a sequential node's name is not known until it is made,
+ *   so an exists asks for its stat as soon as the transaction is answered. (The
  *   parent's pzxid in the listing behind it is it only when no node came
  *   after ours and none was ever deleted there: the server shows cversion
  *   as twice its count of creates minus the children, which is our
@@ -78,6 +81,8 @@ struct zkl__bop {
   rd_t *rd;             /* its listing, if any */
   int listed;           /* the listing's answer is in */
   int learnt;           /* its stat is in (or it failed) */
+  int zi;               /* its (first) op's index in the transaction */
+  struct Stat sst;      /* with_set(): the setData's answer */
   zkl__call_t st;       /* that exists */
   bop_t *dep;           /* applied only with this one, in its transaction */
   int blamed;           /* the op its transaction failed for */
@@ -88,7 +93,8 @@ struct zkl__bop {
 typedef struct zkl__batch {
   struct zkl__batch *next; /* queued behind this one */
   bop_t *ops, **tail;
-  int n;
+  int n;                /* ops */
+  int nz;               /* requests in the transaction (with_set: 2) */
   size_t bytes;
   rd_t *rds;
   int sent;
@@ -149,12 +155,27 @@ static void on_single_void(int rc, const void *data) {
   bop_free(op);
 }
 
-/* Under c->mu: a create made in a transaction, once its czxid is known. */
+/* Whether op's create goes into a transaction with a setData of the same
+ * node right behind it (same data, version 0): a create inside a
+ * zoo_amulti answers no stat, but the setData does, and in the same
+ * transaction its czxid is the node's, our own node's for sure. Only a
+ * node whose name is known before it is made: a flat lock's
+ * (ZKL_MUTEX_FLAT); a sequential one learns its stat by an exists. */
+static int with_set(const bop_t *op) {
+  return op->kind == BOP_CREATE && !(op->flags & ZOO_SEQUENCE);
+}
+
+/* Under c->mu: a create made in a transaction, once its czxid is known
+ * (or, with_set(), its whole stat). */
 static void create_done(bop_t *op, int rc, int64_t czxid) {
   zkl__call_t *call = op->call;
   if (rc == ZOK) {
     memset(&call->stat, 0, sizeof call->stat);
-    call->stat.czxid = call->stat.mzxid = czxid;
+    if (with_set(op))
+      call->stat = op->sst;
+    call->stat.czxid = czxid;
+    if (!with_set(op))
+      call->stat.mzxid = czxid;
     call->stat.ephemeralOwner = op->flags & ZOO_EPHEMERAL ? op->s->id : 0;
     if (!(call->path = zkl__strdup(op->out)))
       rc = ZKL_ENOMEM; /* made, but unnamed: found by guid */
@@ -248,11 +269,14 @@ static void op_answered(bop_t *op, int rc) {
     bop_free(op);
     return;
   }
-  if (rc == ZOK) {
+  if (rc == ZOK && !with_set(op)) {
     learn_stat(op);
     return;
   }
-  zkl__call_finish(op->call, rc);
+  if (rc == ZOK)
+    create_done(op, ZOK, op->sst.czxid);
+  else
+    zkl__call_finish(op->call, rc);
   op->learnt = 1;
   op_release(op);
 }
@@ -293,11 +317,12 @@ static void on_multi(int rc, const void *data) {
   zkl_client_t *c = s->c;
   int i, blamed = -1;
   if (op_error(rc))
-    for (i = 0; i < b->n && blamed < 0; i++)
+    for (i = 0; i < b->nz && blamed < 0; i++)
       if (b->res[i].err == rc)
         blamed = i;
-  for (op = b->ops, i = 0; op; op = op->next, i++)
-    op->blamed = i == blamed;
+  for (op = b->ops; op; op = op->next)
+    op->blamed = blamed >= 0 && (blamed == op->zi ||
+                                 (with_set(op) && blamed == op->zi + 1));
   /* an op bound to a failed one fails with it, never goes alone */
   for (op = b->ops; op; op = op->next)
     if (op->dep && op->dep->blamed)
@@ -353,22 +378,28 @@ static int send_batch(zkl__session_t *s, batch_t *b) {
   free(b->zops);
   free(b->res);
   b->res = NULL;
-  if (!(b->zops = calloc((size_t)b->n, sizeof *b->zops)) ||
-      !(b->res = calloc((size_t)b->n, sizeof *b->res)))
+  for (op = b->ops, b->nz = 0; op; op = op->next)
+    b->nz += 1 + with_set(op);
+  if (!(b->zops = calloc((size_t)b->nz, sizeof *b->zops)) ||
+      !(b->res = calloc((size_t)b->nz, sizeof *b->res)))
     return ZSYSTEMERROR;
-  for (op = b->ops, i = 0; op; op = op->next, i++) {
+  for (op = b->ops, i = 0; op; op = op->next) {
+    op->zi = i;
     if (op->kind == BOP_DELETE) {
-      zoo_delete_op_init(&b->zops[i], op->path, -1);
+      zoo_delete_op_init(&b->zops[i++], op->path, -1);
       continue;
     }
     free(op->out);
     op->outlen = (int)strlen(op->path) + 16; /* the sequence's digits */
     if (!(op->out = calloc(1, (size_t)op->outlen)))
       return ZSYSTEMERROR;
-    zoo_create_op_init(&b->zops[i], op->path, op->data, op->len, s->c->acl,
+    zoo_create_op_init(&b->zops[i++], op->path, op->data, op->len, s->c->acl,
                        op->flags, op->out, op->outlen);
+    if (with_set(op))
+      zoo_set_op_init(&b->zops[i++], op->path, op->data, op->len, 0,
+                      &op->sst);
   }
-  rc = zkl__zoo_amulti(s->zh, b->n, b->zops, b->res, on_multi, b);
+  rc = zkl__zoo_amulti(s->zh, b->nz, b->zops, b->res, on_multi, b);
   if (rc != ZOK)
     return rc;
   b->sent = 1;
