@@ -5,8 +5,9 @@
  * AT_RISK holds LOST when the connection stays down too long and watch
  * holds that lasted (acq.c), settle async runs and wake parked ones when
  * their time comes (run.c), judge async releases by their session's fate
- * (release.c), and send deletes that could not reach the
- * server (deferred.c). Nothing below calls it. */
+ * (release.c), nudge a write the server sits on (session.c), and send
+ * deletes that could not reach the server (deferred.c). Nothing below
+ * calls it. */
 #include "config.h"
 
 #include <errno.h>
@@ -63,6 +64,7 @@ static int64_t timers(zkl_client_t *c, int64_t lost_due) {
   wake = earliest(wake, zkl__acqs_watch_due(c));
   wake = earliest(wake, zkl__runs_timers(c));
   wake = earliest(wake, zkl__releases_judge(c));
+  wake = earliest(wake, zkl__session_nudge(c->sess, zkl_now_ms()));
   if (c->pdel)
     wake = wake < 0 ? zkl_now_ms() + 1000 : wake;
   if (c->need_session && (wake < 0 || c->session_retry_at < wake))

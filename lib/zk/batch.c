@@ -37,6 +37,21 @@
  *   sequence number + 1 only then. A lock used twice never passes, so
  *   one exists serves every case.)
  *
+ * A write that stays out is nudged. Debian's 3.8.0 server has a missed
+ * wakeup (ZOOKEEPER-4537, fixed in 3.8.1): under load its leader may
+ * commit a write and not apply it until the session sends another
+ * request, and the C client sends no ping while a request is out, so the
+ * session dies of silence with every server idle. Group commit holds
+ * everything back behind the write in flight, so nothing else would come.
+ * When a write of the session has been out ZKL__NUDGE_MS (zk.h says why
+ * 50 ms), the event thread (session.c's zkl__session_nudge) sends one
+ * exists of "/" on the session, no watch: a request is all the server
+ * needs to apply the write, and its answer comes after the write's. At
+ * most one nudge is out per session, and another goes only ZKL__NUDGE_MS
+ * after the last, while a write is still out. Here, s->out_since says
+ * since when a write is out, and the first write of an idle session makes
+ * sure the event thread will look (nudge_timer).
+ *
  * Container creates never go in a transaction: Debian's 3.8.0 C client
  * reads a container create's answer in a multi as a plain create's (path
  * only), while the server sends a stat too, and misreads what follows.
@@ -504,6 +519,8 @@ void zkl__batch_done(zkl__session_t *s) {
       }
     }
   }
+  /* what is out now left now, or after the answer just in: no earlier */
+  s->out_since = s->inflight > 0 ? zkl_now_ms() : 0;
   refused = s->refused;
   s->refused = NULL;
   pthread_mutex_unlock(&s->bmu);
@@ -562,58 +579,83 @@ static batch_t *joining(zkl__session_t *s, const bop_t *op, size_t bytes) {
   return b;
 }
 
+/* A write left s with none out before (out_since is set): the event
+ * thread, which may sleep with no deadline, must look at s within
+ * ZKL__NUDGE_MS. A write with a function is issued under c->mu (by a step
+ * of the machine or the event thread), a waited-for one with no lock held
+ * (zk.h); under c->mu, the event thread is either before its look or
+ * asleep, so the broadcast is not lost. Writes sent later by
+ * zkl__batch_done need none: one was out all along, and the event thread
+ * looks again until none is. */
+static void nudge_timer(zkl__session_t *s, int locked) {
+  zkl_client_t *c = s->c;
+  int64_t due = zkl_now_ms() + ZKL__NUDGE_MS;
+  if (!locked)
+    pthread_mutex_lock(&c->mu);
+  if (!c->ev_wake_at || c->ev_wake_at > due)
+    pthread_cond_broadcast(&c->cv);
+  if (!locked)
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Under s->bmu: a pair on an idle session (nothing else was queued): its
+ * transaction leaves now. Refused, it is the caller's, as a lone write's
+ * refusal is. */
+static int send_pair(zkl__session_t *s, batch_t *b) {
+  bop_t *op, *next;
+  int rc;
+  s->queued = NULL;
+  s->inflight++;
+  if ((rc = send_batch(s, b)) == ZOK)
+    return ZOK;
+  s->inflight--;
+  for (op = b->ops; op; op = next) {
+    next = op->next;
+    op->call->bop = NULL;
+    bop_free(op);
+  }
+  batch_free(b);
+  return rc;
+}
+
 /* Queues op (and op2, bound to it, when not NULL) behind the transaction
  * in flight, or sends it now: alone, or the pair as one transaction. */
 static int submit(zkl__session_t *s, bop_t *op, bop_t *op2) {
   batch_t *q;
-  int rc = ZOK;
+  int rc = ZOK, sent = 0, locked = op->call->fn != NULL;
   size_t bytes = strlen(op->path) + (size_t)(op->len > 0 ? op->len : 0);
   if (op2)
     bytes += strlen(op2->path);
   pthread_mutex_lock(&s->bmu);
   if (s->inflight < INFLIGHT_MAX && !s->queued && !op2) {
     s->inflight++;
-    rc = send_single(s, op);
-    if (rc != ZOK)
+    if ((rc = send_single(s, op)) != ZOK) {
       s->inflight--;
-    pthread_mutex_unlock(&s->bmu);
-    if (rc != ZOK)
       bop_free(op);
-    return rc;
-  }
-  if (!(q = joining(s, op, bytes))) {
-    pthread_mutex_unlock(&s->bmu);
+    }
+    sent = rc == ZOK;
+  } else if (!(q = joining(s, op, bytes))) {
     bop_free(op);
     if (op2)
       bop_free(op2);
-    return ZSYSTEMERROR;
-  }
-  for (; op; op = op2, op2 = NULL) {
-    op->b = q;
-    op->call->bop = op;
-    *q->tail = op;
-    q->tail = &op->next;
-    q->n++;
-  }
-  q->bytes += bytes;
-  if (s->inflight < INFLIGHT_MAX) {
-    /* A pair on an idle session (nothing else was queued): its
-     * transaction leaves now. Refused, it is the caller's, as a lone
-     * write's refusal is. */
-    batch_t *b = q;
-    s->queued = NULL;
-    s->inflight++;
-    if ((rc = send_batch(s, b)) != ZOK) {
-      s->inflight--;
-      for (op = b->ops; op; op = op2) {
-        op2 = op->next;
-        op->call->bop = NULL;
-        bop_free(op);
-      }
-      batch_free(b);
+    rc = ZSYSTEMERROR;
+  } else {
+    for (; op; op = op2, op2 = NULL) {
+      op->b = q;
+      op->call->bop = op;
+      *q->tail = op;
+      q->tail = &op->next;
+      q->n++;
     }
+    q->bytes += bytes;
+    if (s->inflight < INFLIGHT_MAX)
+      sent = (rc = send_pair(s, q)) == ZOK;
   }
+  if (sent)
+    s->out_since = zkl_now_ms();
   pthread_mutex_unlock(&s->bmu);
+  if (sent)
+    nudge_timer(s, locked);
   return rc;
 }
 

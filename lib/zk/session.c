@@ -4,7 +4,8 @@
  * client between CONNECTING, CONNECTED, EXPIRED and AUTH_FAILED, and tell
  * the acquisitions (acq.c) what that means for them. An expired session is
  * replaced by a new handle, made on the event thread; a handle nobody
- * refers to any more is closed there too. */
+ * refers to any more is closed there too. The event thread also nudges a
+ * session whose write the server sits on (ZOOKEEPER-4537, batch.c). */
 #include "config.h"
 
 #include <errno.h>
@@ -265,4 +266,45 @@ void zkl__close_dead(zkl_client_t *c) {
   pthread_mutex_lock(&c->mu);
   zkl__batch_fini(s);
   free(s);
+}
+
+/* ---- the ZOOKEEPER-4537 nudge (lib/zk/batch.c says why) --------------- */
+
+static void on_nudged(int rc, const struct Stat *stat, const void *data) {
+  zkl__session_t *s = (zkl__session_t *)data;
+  zkl_client_t *c = s->c;
+  (void)rc, (void)stat; /* only its coming matters */
+  pthread_mutex_lock(&c->mu);
+  s->nudging = 0;
+  zkl__session_put(c, s);
+  pthread_mutex_unlock(&c->mu);
+}
+
+int64_t zkl__session_nudge(zkl__session_t *s, int64_t now) {
+  zkl_client_t *c;
+  int64_t due = 0;
+  if (!s || s->expired)
+    return 0;
+  c = s->c;
+  pthread_mutex_lock(&s->bmu);
+  if (s->inflight > 0 && s->out_since) {
+    due = (s->nudged_at > s->out_since ? s->nudged_at : s->out_since) +
+          ZKL__NUDGE_MS;
+    /* one at a time; and on a connection down the write fails anyway */
+    if (now >= due && !s->nudging && s->zstate == ZOO_CONNECTED_STATE) {
+      s->refs++; /* the handle stays until its answer comes */
+      if (zoo_aexists(s->zh, "/", 0, on_nudged, s) == ZOK) {
+        s->nudging = 1;
+        atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->nudges, 1, memory_order_relaxed);
+      } else {
+        s->refs--; /* ours and the client's current one: not the last */
+      }
+      s->nudged_at = now;
+    }
+    if (due <= now)
+      due = now + ZKL__NUDGE_MS;
+  }
+  pthread_mutex_unlock(&s->bmu);
+  return due;
 }

@@ -26,7 +26,20 @@ struct zkl__session {
   struct zkl__batch *queued;
   int inflight;
   struct rd *refused; /* listings the client refused, answered by batch.c */
+  /* the ZOOKEEPER-4537 nudge (batch.c): when the write now out left (0:
+   * none out, or only a test's slot) and when the last nudge did, under
+   * bmu; whether a nudge is out, under c->mu */
+  int64_t out_since, nudged_at;
+  int nudging;
 };
+
+/* How long a write is out before the session is nudged (ZOOKEEPER-4537,
+ * lib/zk/batch.c). A healthy ensemble answers a write in a round trip and
+ * a log fsync, a few ms; 50 ms is well past that, so a nudge is rare and
+ * costs one read, and far below the third of the session timeout after
+ * which the client gives up on a silent connection. (One read sent 50 ms
+ * into a stalled write was seen to end the stall.) */
+#define ZKL__NUDGE_MS 50
 
 /* Under c->mu. */
 ZKL__HIDDEN zkl__session_t *zkl__session_get(zkl_client_t *c);
@@ -69,6 +82,11 @@ ZKL__HIDDEN void zkl__pdel_free_all(zkl_client_t *c);
  * zkl__lost_deadline: when holds still AT_RISK become LOST (0: none). */
 ZKL__HIDDEN int zkl__new_session(zkl_client_t *c);
 ZKL__HIDDEN int64_t zkl__lost_deadline(const zkl_client_t *c);
+/* For the event thread, under c->mu: sends s (the current session, or
+ * NULL) one cheap read if a write has been out on it ZKL__NUDGE_MS since it
+ * left or since the last nudge; returns when to look again (0: no write
+ * out). */
+ZKL__HIDDEN int64_t zkl__session_nudge(zkl__session_t *s, int64_t now);
 ZKL__HIDDEN void zkl__close_dead(zkl_client_t *c);
 /* ---- call.c and request.c: the record of a request, and every request -- */
 
