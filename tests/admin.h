@@ -250,6 +250,25 @@ static void admin_open(void) {
     exit(1);
 }
 
+/* hostile.itest's proxy is told what to do by files in its directory
+ * (tests/zkproxy.py, ZKL_TEST_PROXY_DIR); it polls for them. content
+ * NULL removes the file; 0 when that cannot be done. */
+static inline int proxy_ctl(const char *name, const char *content) {
+  const char *dir = getenv("ZKL_TEST_PROXY_DIR");
+  char path[512];
+  FILE *f;
+  if (!dir)
+    return 0;
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  if (!content)
+    return unlink(path) == 0;
+  f = fopen(path, "w");
+  if (!f)
+    return 0;
+  fputs(content, f);
+  return fclose(f) == 0;
+}
+
 /* Removes every root the tests made, then closes the admin. */
 static void admin_close(void) {
   int i;

@@ -525,6 +525,68 @@ static void test_semaphore_listing_lost(void) {
   zkl_client_destroy(c2);
 }
 
+/* ZOOKEEPER-4537: Debian's 3.8.0 server may commit a transaction and
+ * apply it only when the session's next request arrives, and the C client
+ * sends no ping while a request is out: the session dies of silence. The
+ * proxy plays that server (hold-multi: the answer to the next multi waits
+ * for the client's next request). A hold's first release takes its
+ * directory along, in one multi, and sends nothing behind it; before the
+ * nudge (lib/zk/batch.c) it waited until the client gave up on the silent
+ * connection, at 2/3 of the session timeout (4 s here). */
+struct released {
+  _Atomic int done;
+  int rc;
+};
+
+static void on_released(int rc, void *arg) {
+  struct released *r = arg;
+  r->rc = rc;
+  atomic_store(&r->done, 1);
+}
+
+static void test_stalled_multi_nudged(void) {
+  const char *via = getenv("ZKL_TEST_PROXY");
+  zkl_client_options_t o = {0};
+  zkl_client_t *c = NULL;
+  zkl_mutex_t *m;
+  zkl_hold_t *h = NULL;
+  struct seen_cb s = {PTHREAD_MUTEX_INITIALIZER, 0, 0, {0}};
+  struct released r = {0};
+  uint64_t nudges;
+  int64_t t0;
+  if (!via) {
+    printf("# no ZKL_TEST_PROXY: skipped\n");
+    return;
+  }
+  o.session_timeout_ms = 6000;
+  CHECK_RC(zkl_client_create(&c, via, &o), ZKL_OK);
+  if (!c)
+    return;
+  new_root();
+  m = mutex(c, "stall");
+  /* makes the directory: its own, deleted with the first release */
+  CHECK_RC(zkl_mutex_lock_async(m, zkl_now_ms() + 10000, on_hold_cb, &s, &h),
+           ZKL_OK);
+  WAIT_FOR(cb_calls(&s) == 1, 10000);
+  CHECK_INT(s.ok, ==, 1);
+  usleep(300000); /* the own-node watch is set: nothing else goes out */
+  nudges = atomic_load(&c->nudges);
+  CHECK(proxy_ctl("hold-multi", "")); /* taken when the multi passes */
+  t0 = zkl_now_ms();
+  CHECK_RC(zkl_hold_release_async(h, on_released, &r), ZKL_OK);
+  WAIT_FOR(atomic_load(&r.done), 2000);
+  CHECK_INT(atomic_load(&r.done), ==, 1); /* before: about 4 s */
+  printf("# released in %lld ms\n", (long long)(zkl_now_ms() - t0));
+  /* when it hung: it ends once the client gives up on the connection */
+  WAIT_FOR(atomic_load(&r.done), 20000);
+  CHECK_INT(proxy_ctl("hold-multi", NULL), ==, 0); /* the proxy took it */
+  CHECK_RC(r.rc, ZKL_OK);
+  CHECK(atomic_load(&c->nudges) > nudges);
+  CHECK_INT(queue_count("stall"), ==, 0);
+  CHECK_RC(zkl_mutex_destroy(m), ZKL_OK);
+  zkl_client_destroy(c);
+}
+
 int main(void) {
   root_tag = "zklfaults";
   admin_open();
@@ -537,6 +599,7 @@ int main(void) {
   RUN(test_batch_failed_neighbour);
   RUN(test_multi_on_expired_handle);
   RUN(test_semaphore_listing_lost);
+  RUN(test_stalled_multi_nudged);
   admin_close();
   return CHECK_DONE();
 }

@@ -279,24 +279,6 @@ static void *hold_thread(void *arg) {
   return NULL;
 }
 
-/* hostile.itest's proxy is told what to do by files in its directory
- * (tests/zkproxy.py); it polls for them. */
-static int proxy_ctl(const char *name, const char *content) {
-  const char *dir = getenv("ZKL_TEST_PROXY_DIR");
-  char path[512];
-  FILE *f;
-  if (!dir)
-    return 0;
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  if (!content)
-    return unlink(path) == 0;
-  f = fopen(path, "w");
-  if (!f)
-    return 0;
-  fputs(content, f);
-  return fclose(f) == 0;
-}
-
 /* Writing "delay" holds every chunk the proxy forwards. */
 static void proxy_delay(int on) {
   if (!on) {

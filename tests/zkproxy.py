@@ -17,6 +17,12 @@ Control, by creating a file in STATE_DIR (the proxy removes it when done):
                      transaction (a release that takes its parent along)
   cut-after-multi    the same for the next transaction (a multi-lock's)
   cut-now            close every proxied connection at once
+  hold-multi         forward the next transaction (a multi), but hold the
+                     server's reply to it, and everything the server sends
+                     after it, until the client sends another request on
+                     that connection: ZOOKEEPER-4537's missed wakeup (3.8.0)
+                     as the client sees it, a commit applied only when the
+                     next request of the session arrives
   delay              (kept while present) "MEAN_MS JITTER_MS STALL_PERMILLE
                      STALL_MS": hold every chunk, in both directions, MEAN_MS
                      +- JITTER_MS, and STALL_PERMILLE of them STALL_MS more, as
@@ -121,7 +127,16 @@ def zombie():
     return os.path.exists(os.path.join(state, "zombie"))
 
 
-def client_to_server(c, s, held, cutting):
+class Hold:
+    """A connection's reply held back (hold-multi): its xid, once armed."""
+
+    def __init__(self):
+        self.xid = None
+        self.release = threading.Event()
+        self.closed = threading.Event()
+
+
+def client_to_server(c, s, held, cutting, hold):
     first = True  # the connect request has no request header
     try:
         while True:
@@ -138,6 +153,10 @@ def client_to_server(c, s, held, cutting):
             while held and stalled():
                 threading.Event().wait(0.05)
             slow_down()
+            if not first and hold.xid is not None and not hold.release.is_set():
+                # the server applies the held commit once this one arrives
+                hold.release.set()
+                event("released reply to xid %d at op %d xid %d" % (hold.xid, op, xid))
             cut = None
             if not first and op in CREATE_OPS:
                 cut = take("cut-after-create")
@@ -147,6 +166,9 @@ def client_to_server(c, s, held, cutting):
                 cut = take("cut-after-multi")
                 if cut is None:  # a release taking its parent along
                     cut = take("cut-after-delete")
+                if cut is None and hold.xid is None and take("hold-multi") is not None:
+                    hold.xid = xid
+                    event("holding reply to multi xid %d" % xid)
             if cut is not None:
                 cutting.set()  # no reply of the server's reaches the client now
             s.sendall(head + body)
@@ -160,18 +182,54 @@ def client_to_server(c, s, held, cutting):
                 break
     except (EOFError, OSError):
         pass
+    hold.closed.set()
     close_pair(c, s)
 
 
-def server_to_client(c, s, cutting):
+def frames(buf, first):
+    """The whole replies at the head of buf, as (xid, bytes), the rest of
+    buf, and whether the connect response (no reply header) is still to
+    come."""
+    out = []
+    while len(buf) >= 4:
+        (n,) = struct.unpack(">i", buf[:4])
+        if len(buf) < 4 + n:
+            break
+        xid = None if first or n < 4 else struct.unpack(">i", buf[4:8])[0]
+        first = False
+        out.append((xid, buf[:4 + n]))
+        buf = buf[4 + n:]
+    return out, buf, first
+
+
+def hold_back(hold):
+    """Waits for the client's next request; False if it hung up first."""
+    while not hold.release.wait(0.05):
+        if hold.closed.is_set():
+            return False
+    return True
+
+
+def server_to_client(c, s, cutting, hold):
+    buf, first = b"", True
     try:
         while True:
             d = s.recv(65536)
             if not d:
                 break
             slow_down()
-            if not zombie() and not cutting.is_set():
-                c.sendall(d)
+            # split into replies, to find the one held back (hold-multi)
+            whole, buf, first = frames(buf + d, first)
+            send = not zombie() and not cutting.is_set()
+            out = b""
+            for xid, frame in whole:
+                if xid is not None and xid == hold.xid and send:
+                    c.sendall(out)  # what came before it goes on
+                    out = b""
+                    send = hold_back(hold)
+                out += frame
+            if send:
+                c.sendall(out)
     except OSError:
         pass
     while zombie():
@@ -232,9 +290,11 @@ def main():
         held = stalled()
         event("connection" + (" stalled" if held else ""))
         cutting = threading.Event()
-        threading.Thread(target=client_to_server, args=(c, s, held, cutting),
+        hold = Hold()
+        threading.Thread(target=client_to_server, args=(c, s, held, cutting, hold),
                          daemon=True).start()
-        threading.Thread(target=server_to_client, args=(c, s, cutting), daemon=True).start()
+        threading.Thread(target=server_to_client, args=(c, s, cutting, hold),
+                         daemon=True).start()
 
 
 main()
