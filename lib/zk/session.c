@@ -277,6 +277,7 @@ static void on_nudged(int rc, const struct Stat *stat, const void *data) {
   pthread_mutex_lock(&c->mu);
   s->nudging = 0;
   zkl__session_put(c, s);
+  pthread_cond_broadcast(&c->cv); /* a teardown may wait for it (quiesce) */
   pthread_mutex_unlock(&c->mu);
 }
 
