@@ -260,8 +260,10 @@ ZKL_EXTERN int zkl_client_session_timeout(const zkl_client_t *client);
 
 /*
  * Number of ZooKeeper requests this client has sent since it was created
- * (every create, read, delete and watch registration; not pings). Lets a
- * caller verify that reentrant calls cost no request. Thread-safe.
+ * (every create, read, delete and watch registration; not pings, nor the
+ * reads that nudge a write a server sits on, which like pings come only
+ * with time). Lets a caller verify that reentrant calls cost no request.
+ * Thread-safe.
  */
 ZKL_EXTERN uint64_t zkl_client_request_count(const zkl_client_t *client);
 

@@ -236,8 +236,8 @@ struct zkl_client {
   uint64_t conn_epoch;     /* bumped on every CONNECTED event */
   int64_t disconnected_at; /* zkl_now_ms() of the last disconnect, 0 when up */
   _Atomic uint64_t requests;
-  _Atomic uint64_t nudges; /* of them, reads sent because a write stayed
-                            * out (ZOOKEEPER-4537, lib/zk/batch.c) */
+  _Atomic uint64_t nudges; /* reads sent because a write stayed out, not
+                            * in requests (ZOOKEEPER-4537, lib/zk/batch.c) */
   _Atomic int64_t session_id;
   _Atomic int pub_state;
   uint64_t next_id;
