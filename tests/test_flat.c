@@ -476,20 +476,6 @@ static void test_listing(void) {
 /* The proxy forwards our create and cuts the connection before its reply:
  * after the reconnection the node is read, found ours (our session, our
  * guid), and held: adopted once, no second create, nothing left after. */
-static int proxy_ctl(const char *name, const char *content) {
-  const char *dir = getenv("ZKL_TEST_PROXY_DIR");
-  char path[512];
-  FILE *f;
-  if (!dir)
-    return 0;
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  f = fopen(path, "w");
-  if (!f)
-    return 0;
-  fputs(content, f);
-  return fclose(f) == 0;
-}
-
 static void test_lost_create_reply(void) {
   static struct logbuf b = {PTHREAD_MUTEX_INITIALIZER, ""};
   const char *via = getenv("ZKL_TEST_PROXY");
