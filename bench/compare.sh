@@ -56,7 +56,8 @@ if ! "$peers/zk-ensemble.sh" status >/dev/null 2>&1; then
   started=1
 fi
 connect=$("$peers/zk-ensemble.sh" connect)
-export ZKB_EXTRA_IMPLS="zklock=$top/build/bench/bench/zklock-bench"
+# the caller's own (an older build to compare with, a variant) come after
+export ZKB_EXTRA_IMPLS="zklock=$top/build/bench/bench/zklock-bench${ZKB_EXTRA_IMPLS:+;$ZKB_EXTRA_IMPLS}"
 if [ "$family" = 1 ]; then
   # shellcheck source=/dev/null
   . "$peers/curator/classpath.sh"
