@@ -590,6 +590,51 @@ static void test_stalled_multi_nudged(void) {
   zkl_client_destroy(c);
 }
 
+/* The same stall on a write that does not go through group commit: a
+ * guarded write's transaction (guard.c). Before these writes were counted
+ * out too, it hung until the client gave up on the connection. */
+static void test_stalled_guarded_nudged(void) {
+  const char *via = getenv("ZKL_TEST_PROXY");
+  zkl_client_options_t o = {0};
+  zkl_client_t *c = NULL;
+  zkl_mutex_t *m;
+  zkl_op_t op = {0};
+  char path[256];
+  uint64_t nudges;
+  int64_t t0, took;
+  if (!via) {
+    printf("# no ZKL_TEST_PROXY: skipped\n");
+    return;
+  }
+  o.session_timeout_ms = 6000;
+  CHECK_RC(zkl_client_create(&c, via, &o), ZKL_OK);
+  if (!c)
+    return;
+  new_root();
+  m = mutex(c, "gstall");
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  snprintf(path, sizeof path, "%s/data", root);
+  CHECK_INT(admin_create_in_root(path, "0", 1), ==, ZOK);
+  usleep(300000); /* the own-node watch is set: nothing else goes out */
+  nudges = atomic_load(&c->nudges);
+  CHECK(proxy_ctl("hold-multi", "")); /* taken when the multi passes */
+  op.type = ZKL_OP_SET;
+  op.path = path;
+  op.data = "1";
+  op.data_len = 1;
+  op.version = -1;
+  t0 = zkl_now_ms();
+  CHECK_RC(zkl_mutex_guarded(m, &op, 1, 0), ZKL_OK);
+  took = zkl_now_ms() - t0;
+  printf("# guarded write in %lld ms\n", (long long)took);
+  CHECK(took < 2000); /* before: about 4 s, and the connection lost */
+  CHECK_INT(proxy_ctl("hold-multi", NULL), ==, 0); /* the proxy took it */
+  CHECK(atomic_load(&c->nudges) > nudges);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  CHECK_RC(zkl_mutex_destroy(m), ZKL_OK);
+  zkl_client_destroy(c);
+}
+
 int main(void) {
   root_tag = "zklfaults";
   admin_open();
@@ -603,6 +648,7 @@ int main(void) {
   RUN(test_multi_on_expired_handle);
   RUN(test_semaphore_listing_lost);
   RUN(test_stalled_multi_nudged);
+  RUN(test_stalled_guarded_nudged);
   admin_close();
   return CHECK_DONE();
 }

@@ -521,6 +521,8 @@ void zkl__batch_done(zkl__session_t *s) {
   }
   /* what is out now left now, or after the answer just in: no earlier */
   s->out_since = s->inflight > 0 ? zkl_now_ms() : 0;
+  if (s->out_since)
+    s->out_last = s->out_since;
   refused = s->refused;
   s->refused = NULL;
   pthread_mutex_unlock(&s->bmu);
@@ -598,6 +600,26 @@ static void nudge_timer(zkl__session_t *s, int locked) {
     pthread_mutex_unlock(&c->mu);
 }
 
+void zkl__batch_write_out(zkl__session_t *s, int locked) {
+  int64_t now = zkl_now_ms();
+  int first;
+  pthread_mutex_lock(&s->bmu);
+  first = s->wout++ == 0;
+  if (first)
+    s->wout_since = now;
+  s->out_last = now;
+  pthread_mutex_unlock(&s->bmu);
+  if (first)
+    nudge_timer(s, locked);
+}
+
+void zkl__batch_write_in(zkl__session_t *s) {
+  pthread_mutex_lock(&s->bmu);
+  if (s->wout > 0 && --s->wout == 0)
+    s->wout_since = 0;
+  pthread_mutex_unlock(&s->bmu);
+}
+
 /* Under s->bmu: a pair on an idle session (nothing else was queued): its
  * transaction leaves now. Refused, it is the caller's, as a lone write's
  * refusal is. */
@@ -652,7 +674,7 @@ static int submit(zkl__session_t *s, bop_t *op, bop_t *op2) {
       sent = (rc = send_pair(s, q)) == ZOK;
   }
   if (sent)
-    s->out_since = zkl_now_ms();
+    s->out_since = s->out_last = zkl_now_ms();
   pthread_mutex_unlock(&s->bmu);
   if (sent)
     nudge_timer(s, locked);

@@ -10,9 +10,45 @@
 
 #include "internal.h"
 
+/* Writes that do not go through group commit are counted out on their
+ * session while they are (batch.c's nudge, ZOOKEEPER-4537): before they
+ * leave, so that an answer never comes before the count; and back in by
+ * these completions, before call.c's, which may free the call. */
+static int out(zkl__call_t *call, zkl__session_t *s) {
+  call->wsess = s;
+  zkl__batch_write_out(s, call->fn != NULL); /* fn calls: under c->mu */
+  return ZOK;
+}
+
+static int sent(zkl__call_t *call, int rc) {
+  if (rc != ZOK && call->wsess) /* refused: never out */
+    zkl__batch_write_in(call->wsess);
+  return zkl__issued(call, rc);
+}
+
+static void back(const void *data) {
+  zkl__batch_write_in(((const zkl__call_t *)data)->wsess);
+}
+
+static void on_create_w(int rc, const char *value, const struct Stat *stat,
+                        const void *data) {
+  back(data);
+  zkl__on_create(rc, value, stat, data);
+}
+
+static void on_stat_w(int rc, const struct Stat *stat, const void *data) {
+  back(data);
+  zkl__on_stat(rc, stat, data);
+}
+
+static void on_void_w(int rc, const void *data) {
+  back(data);
+  zkl__on_void(rc, data);
+}
+
 static void on_sync(int rc, const char *value, const void *data) {
   (void)value;
-  zkl__on_void(rc, data);
+  on_void_w(rc, data);
 }
 
 int zkl__create(zkl__call_t *call, zkl__session_t *s, const char *path,
@@ -20,17 +56,19 @@ int zkl__create(zkl__call_t *call, zkl__session_t *s, const char *path,
   if (!(flags & ZOO_CONTAINER)) /* see batch.c */
     return zkl__issued(call,
                        zkl__batch_create(call, s, path, data, len, flags));
-  return zkl__issued(call, zoo_acreate2(s->zh, path, data, len, call->c->acl,
-                                        flags, zkl__on_create, call));
+  out(call, s);
+  return sent(call, zoo_acreate2(s->zh, path, data, len, call->c->acl, flags,
+                                 on_create_w, call));
 }
 
 int zkl__create_dir(zkl__call_t *call, zkl__session_t *s, const char *path,
                     const char *data, int len, int persistent) {
   if (!data && !persistent) /* ours to sweep (zkl_sweep) */
     data = ZKL__DIR_MARK, len = (int)strlen(ZKL__DIR_MARK);
-  return zkl__issued(call, zoo_acreate2(s->zh, path, data, len, call->c->acl,
-                                        persistent ? 0 : ZOO_CONTAINER,
-                                        zkl__on_create, call));
+  out(call, s);
+  return sent(call, zoo_acreate2(s->zh, path, data, len, call->c->acl,
+                                 persistent ? 0 : ZOO_CONTAINER, on_create_w,
+                                 call));
 }
 
 int zkl__children(zkl__call_t *call, zkl__session_t *s, const char *path) {
@@ -75,8 +113,9 @@ int zkl__delete_with_parent(zkl__call_t *call, zkl__call_t *pcall,
 
 int zkl__set(zkl__call_t *call, zkl__session_t *s, const char *path,
              const char *data, int len, int version) {
-  return zkl__issued(
-      call, zoo_aset(s->zh, path, data, len, version, zkl__on_stat, call));
+  out(call, s);
+  return sent(call,
+              zoo_aset(s->zh, path, data, len, version, on_stat_w, call));
 }
 
 static void on_stat_ignored(int rc, const struct Stat *stat, const void *data) {
@@ -92,11 +131,13 @@ void zkl__set_nowait(zkl__session_t *s, const char *path, const char *data,
 }
 
 int zkl__sync(zkl__call_t *call, zkl__session_t *s, const char *path) {
-  return zkl__issued(call, zoo_async(s->zh, path, on_sync, call));
+  out(call, s);
+  return sent(call, zoo_async(s->zh, path, on_sync, call));
 }
 
 int zkl__multi(zkl__call_t *call, zkl__session_t *s, int n, const zoo_op_t *ops,
                zoo_op_result_t *results) {
-  return zkl__issued(
-      call, zkl__zoo_amulti(s->zh, n, ops, results, zkl__on_void, call));
+  out(call, s);
+  return sent(call,
+              zkl__zoo_amulti(s->zh, n, ops, results, on_void_w, call));
 }

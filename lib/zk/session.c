@@ -288,9 +288,11 @@ int64_t zkl__session_nudge(zkl__session_t *s, int64_t now) {
     return 0;
   c = s->c;
   pthread_mutex_lock(&s->bmu);
-  if (s->inflight > 0 && s->out_since) {
-    due = (s->nudged_at > s->out_since ? s->nudged_at : s->out_since) +
-          ZKL__NUDGE_MS;
+  if ((s->inflight > 0 && s->out_since) || s->wout > 0) {
+    int64_t since = s->inflight > 0 && s->out_since ? s->out_since : now;
+    if (s->wout > 0 && s->wout_since && s->wout_since < since)
+      since = s->wout_since;
+    due = (s->nudged_at > since ? s->nudged_at : since) + ZKL__NUDGE_MS;
     /* one at a time; and on a connection down the write fails anyway */
     if (now >= due && !s->nudging && s->zstate == ZOO_CONNECTED_STATE) {
       s->refs++; /* the handle stays until its answer comes */
@@ -305,6 +307,12 @@ int64_t zkl__session_nudge(zkl__session_t *s, int64_t now) {
     }
     if (due <= now)
       due = now + ZKL__NUDGE_MS;
+  } else if (s->out_last && now < s->out_last + ZKL__NUDGE_MS) {
+    /* A write left lately: look again when it would be due. A client
+     * that keeps writing then finds the event thread awake soon enough
+     * (nudge_timer) and wakes it not once per write, but we do once per
+     * ZKL__NUDGE_MS. */
+    due = s->out_last + ZKL__NUDGE_MS;
   }
   pthread_mutex_unlock(&s->bmu);
   return due;

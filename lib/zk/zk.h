@@ -27,9 +27,14 @@ struct zkl__session {
   int inflight;
   struct rd *refused; /* listings the client refused, answered by batch.c */
   /* the ZOOKEEPER-4537 nudge (batch.c): when the write now out left (0:
-   * none out, or only a test's slot) and when the last nudge did, under
-   * bmu; whether a nudge is out, under c->mu */
-  int64_t out_since, nudged_at;
+   * none out, or only a test's slot), when the last one left, and when
+   * the last nudge did, under bmu; whether a nudge is out, under c->mu */
+  int64_t out_since, out_last, nudged_at;
+  /* writes sent past group commit (a container's create, a setData, a
+   * guarded or multi-lock transaction, a sync), out now and since when
+   * the first of them left; under bmu */
+  int wout;
+  int64_t wout_since;
   int nudging;
 };
 
@@ -108,6 +113,8 @@ struct zkl__call {
   int data_len;
   int *left;                /* batch: calls not yet done (see call_batch) */
   struct zkl__bop *bop;     /* a write group commit holds back (batch.c) */
+  struct zkl__session *wsess; /* a write sent past group commit: counted
+                               * out on this session for the nudge */
 };
 
 /* A call is waited for on cv (zkl__call_init, then zkl__call_wait) or
@@ -193,6 +200,11 @@ ZKL__HIDDEN int zkl__batch_delete(zkl__call_t *call, zkl__session_t *s,
 ZKL__HIDDEN int zkl__batch_delete_pair(zkl__call_t *call, zkl__call_t *pcall,
                                        zkl__session_t *s, const char *path,
                                        const char *parent);
+/* A write that does not go through group commit leaves (out) or is
+ * answered (in): the nudge covers it too (session.c). `locked`: the
+ * caller holds c->mu. */
+ZKL__HIDDEN void zkl__batch_write_out(zkl__session_t *s, int locked);
+ZKL__HIDDEN void zkl__batch_write_in(zkl__session_t *s);
 ZKL__HIDDEN int zkl__batch_list(zkl__call_t *call, zkl__session_t *s,
                                 const char *path, zkl__call_t *create);
 ZKL__HIDDEN void zkl__batch_init(zkl__session_t *s);
