@@ -2,7 +2,8 @@
 # model.sh: check the spin models of the queue protocol (model/zklock.pml),
 # the multi-lock's giving way (model/multilock.pml), the read-write
 # lock's downgrade mark (model/rwmark.pml), the counting semaphore
-# (model/semaphore.pml) and revocation (model/revoke.pml).
+# (model/semaphore.pml), revocation (model/revoke.pml) and group commit
+# (model/groupcommit.pml).
 #
 #   bash scripts/model.sh           the bounded checks (make check runs these)
 #   bash scripts/model.sh --deep    those and larger bounds, for humans
@@ -53,6 +54,13 @@ kind_re() {
   overwrite) echo 'assertion violated \(+dirN==0' ;;  # a semaphore directory's max=N overwritten
   fenced) echo 'assertion violated \( *!\(forced\)' ;; # a revoked holder's guarded write committed
   revline) echo 'assertion violated \(+ndata&asked' ;; # a revoker's line gone from the holder's data
+  token) echo 'assertion violated \(+ncrA' ;;        # two creates in one directory in one transaction
+  twice) echo 'assertion violated +!\(once\[' ;;     # an op applied twice
+  once) echo 'assertion violated.*ownerr\[' ;;       # an op failed for another op's fault, or never applied
+  pair) echo 'assertion violated pairok' ;;          # a parent deleted without its node's delete before it
+  listing) echo 'assertion violated lsaw' ;;         # a listing that does not see its create
+  answer) echo 'assertion violated \(+ans\[' ;;      # a call answered twice
+  freed) echo 'assertion violated bok' ;;            # an op's transaction used once freed (C: use after free)
   *) echo "model.sh: unknown kind $1" >&2; echo '^$never' ;;
   esac
 }
@@ -74,6 +82,7 @@ ML=multilock.pml
 RW=rwmark.pml
 SEM=semaphore.pml
 RV=revoke.pml
+GC=groupcommit.pml
 # a copy of a name matters only while a create's reply is lost: RDURING
 COPY="-DROGUE=1 -DRCOPY=1 -DRPLANT=0 -DRDELETE=0 -DRREPLACE=0 -DRDURING"
 
@@ -138,6 +147,19 @@ mutant-revoke-downgrade-fresh|revline|-DBUG_DOWNGRADE_FRESH -DGW=2 -DGC=1 -DREVO
 mutant-revoke-no-check|fenced|-DBUG_NO_CHECK -DGW=1 -DGC=1 -DREVOKERS=1 -DOWNW=0|$SAFE|-DSAFETY|$RV
 mutant-revoke-set-any|revline|-DBUG_REVOKE_ANY -DGW=1 -DGC=1 -DREVOKERS=2 -DOWNW=0|$SAFE|-DSAFETY|$RV
 mutant-revoke-own-any|revline|-DBUG_OWN_ANY -DGW=1 -DGC=1 -DREVOKERS=1 -DOWNW=1|$SAFE|-DSAFETY|$RV
+gc-safety|none|-DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=1|$SAFE|-DSAFETY|$GC
+gc-lost|none|-DCREATORS=1 -DDELETER=1 -DPAIR=1 -DFAULTS=1 -DCONN=1|$SAFE|-DSAFETY|$GC
+gc-progress|none|-DPROGRESS -DCREATORS=1 -DDELETER=1 -DPAIR=1 -DFAULTS=1|$NPROG|-DNP|$GC
+mutant-gc-share-dir|token|-DBUG_SHARE_DIR -DCREATORS=2 -DDELETER=1 -DPAIR=0 -DFAULTS=0|$SAFE|-DSAFETY|$GC
+mutant-gc-no-requeue|once|-DBUG_NO_REQUEUE -DCREATORS=1 -DDELETER=1 -DPAIR=1 -DFAULTS=1|$SAFE|-DSAFETY|$GC
+mutant-gc-no-dep|pair|-DBUG_NO_DEP -DCREATORS=0 -DDELETER=1 -DPAIR=1 -DFAULTS=1|$SAFE|-DSAFETY|$GC
+mutant-gc-pair-both|once|-DBUG_PAIR_BOTH -DCREATORS=1 -DDELETER=1 -DPAIR=1 -DFAULTS=0|$SAFE|-DSAFETY|$GC
+mutant-gc-no-redo|listing+answer|-DBUG_NO_REDO -DCREATORS=1 -DDELETER=1 -DPAIR=1 -DFAULTS=1|$SAFE|-DSAFETY|$GC
+mutant-gc-single-redo|freed+answer|-DBUG_SINGLE_REDO -DCREATORS=1 -DDELETER=1 -DPAIR=1 -DFAULTS=1|$SAFE|-DSAFETY|$GC
+mutant-gc-resend-lost|twice|-DBUG_RESEND_LOST -DCREATORS=1 -DDELETER=1 -DPAIR=1 -DFAULTS=0 -DCONN=1|$SAFE|-DSAFETY|$GC
+mutant-gc-resend-blamed|nonprogress|-DBUG_RESEND_BLAMED -DPROGRESS -DCREATORS=1 -DDELETER=1 -DPAIR=1 -DFAULTS=1|$NPROG|-DNP|$GC
+finding-gc-late-listing|listing+answer+freed|-DLATELIST -DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=1|$SAFE|-DSAFETY|$GC
+finding-gc-refused|freed|-DREFUSE=1 -DCREATORS=1 -DDELETER=1 -DPAIR=1 -DFAULTS=0|$SAFE|-DSAFETY|$GC
 "
 # Larger bounds: each check a few minutes and a few GB at most. deep-expiry
 # stores states hash-compacted (-DHC4: a state is missed only on a 64-bit
@@ -170,6 +192,10 @@ deep-semaphore-liveness|none|-DLIVE -DM=4 -DSTAY=1 -DLOSTMARK=1 -DGIVEUP=1 -DEXP
 redundant-semaphore-no-dir|none|-DBUG_NO_DIR -DM=4 -DL2=3 -DL3=1 -DGIVEUP=1 -DEXPIRE=1|$DSAFE|$DC|$SEM
 deep-revoke-relay|none|-DGW=3 -DGC=2 -DREVOKERS=2 -DOWNW=1|$DSAFE|$DC|$RV
 deep-revoke-downgrade|none|-DGW=3 -DGC=2 -DREVOKERS=2 -DOWNW=2|$DSAFE|$DC|$RV
+deep-gc-lost-creators|none|-DCREATORS=2 -DDELETER=1 -DPAIR=0 -DFAULTS=2 -DCONN=1|$DSAFE|$DC|$GC
+deep-gc-lost|none|-DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=1 -DCONN=1|$DSAFE|$DC|$GC
+deep-gc-faults|none|-DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=2 -DCONN=1|$DSAFE|$DC|$GC
+deep-gc-progress|none|-DPROGRESS -DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=1 -DCONN=1|$DSAFE -l|-DNP -DMEMLIM=6000|$GC
 "
 [ "$deep" = 0 ] || checks="$checks$deep_checks"
 
