@@ -11,7 +11,7 @@
  * evaluated op by op, and all or nothing: the first op that fails gives
  * the transaction its code and nothing is applied. Callers of the session,
  * each a thread of the client:
- *   creator i  (CREATORS, 1 or 2) a lock node's create in directory A
+ *   creator i  (CREATORS, 0 to 2) a lock node's create in directory A
  *              (zkl__batch_create), then the listing of A that must see it
  *              (zkl__batch_list), as step_join() sends them
  *   deleter    (DELETER) the delete of its node e, in another directory
@@ -29,7 +29,8 @@
  *   once     an op answered with an op's error failed by its own fault
  *            (the server found that op failing, or its bound node delete):
  *            assert(ownerr[o]); at the end every op was applied, failed by
- *            its own fault, or was told the connection was lost
+ *            its own fault, or was told the connection was lost (or the
+ *            client's refusal)
  *   pair     the parent is deleted only in the transaction that deletes
  *            the node, after it: assert(pairok)
  *   listing  a listing answered OK, whose create was answered OK, sees
@@ -38,6 +39,7 @@
  *   freed    the batch an op points to is alive and holds it (C: a
  *            use after free otherwise): assert(bok)
  *   stuck    nothing can move: every caller has all its answers
+ *   (pan -l) no run goes round for ever (PROGRESS)
  *
  * Bounds (spin -DNAME=VALUE):
  *   CREATORS  creators, 0..2                                          [2]
@@ -52,7 +54,9 @@
  *             time after the create (not in the same step)
  *   PROGRESS  a progress label where each caller ends (pan -l: no run
  *             goes round for ever with a caller unanswered)
- * Guards removed (model/README.md, "Mutants"):
+ * LATELIST and REFUSE show two open defects, F7 and F8 (model/README.md,
+ * "Group commit": finding-gc-* in scripts/model.sh).
+ * Guards removed (model/README.md, "Group commit"):
  *   BUG_SHARE_DIR    joining() lets two creates in one directory share
  *                    a transaction (the code before 01ecf72)
  *   BUG_NO_REQUEUE   a failed op's neighbours get its code, not sent again
@@ -179,7 +183,7 @@ inline list_answer(i, rc, saw) {
 /* ---- the server ---- */
 
 byte sc0, sc1, sp, sx, se, sa, ncrA, k, os;
-bool pnin, ppbad; /* this transaction: p's delete evaluated; A's before it */
+bool pnin, ppbad; /* this transaction: p deleted; A deleted, p not before */
 
 /* op o evaluated on the shadow state, as the server does op by op in a
  * multi (each op sees the ones before it); rc its code */
@@ -524,10 +528,7 @@ end:
        :: t == S ->
           /* on_single_create / on_single_void: the slot first */
           batch_done();
-          if
-          :: id == C0 || id == C1 -> answer(id, rc) /* its stat came with it */
-          :: else -> answer(id, rc)
-          fi
+          answer(id, rc) /* a create's stat came with it */
        :: t == X -> /* on_stat_learnt(): gone already, found by guid */
           if :: rc == OK -> answer(id, OK) :: else -> answer(id, CONNLOSS) fi
        :: t == LD -> list_answer(id, rc, aux) /* zkl__on_children */
