@@ -155,6 +155,10 @@ byte inflight;          /* s->inflight */
 byte refuse = REFUSE;
 /* each op (bop_t), and its call's bop */
 byte ob[NOPS] = NONE;   /* op->b */
+/* s->bmu held by on_multi() from its marks through requeue() (the fix of
+ * F7): a caller's listing waits for it. BUG_F7, the code before: the two
+ * are separate holds, and a listing may come in between. */
+bit requeuing;
 bool bop[NOPS];         /* op->call->bop */
 bool hasrd[2];          /* op->rd */
 bool redo[2];           /* rd->redo > 0 */
@@ -435,8 +439,20 @@ inline op_answered(o, rc) {
   fi
 }
 
-/* refused_batch(): every op and listing of b gets the client's code */
+/* refused_batch(): every op and listing of b gets the client's code; a
+ * listing still out to be asked again behind b gets its first answer
+ * instead (the fix of F8; BUG_F8, the code before: it waits for b) */
 inline refused_batch(b, rc) {
+#ifndef BUG_F8
+  j2 = 0;
+  do
+  :: j2 < bn[b] -> o2 = bo[b * NOPS + j2];
+     if :: (o2 == C0 || o2 == C1) && redo[o2] -> redo[o2] = 0 :: else fi;
+     j2++
+  :: else -> break
+  od;
+  o2 = 0;
+#endif
   j2 = 0;
   do
   :: j2 < 2 -> if :: brd[b] & (1 << j2) -> redo[j2] = 0; list_answer(j2, rc, 0) :: else fi; j2++
@@ -552,6 +568,9 @@ end:
        :: t != M -> t = X; id = 0; rc = 0; aux = 0
        :: t == M ->
           /* on_multi(), under s->bmu: the failed op, the bound one */
+#ifndef BUG_F7
+          requeuing = 1;
+#endif
           bl = NONE;
           if :: op_error(rc) -> bl = aux :: else fi;
 #ifdef BUG_RESEND_LOST
@@ -618,7 +637,8 @@ end:
           :: else
           fi;
 #endif
-          o = 0; id = 0; q = 0
+          o = 0; id = 0; q = 0;
+          requeuing = 0
         }
         /* zkl__batch_done(), then the answers under c->mu */
         atomic {
@@ -650,13 +670,14 @@ end:
 
 proctype creator(byte i) {
   atomic {
+    !requeuing -> /* submit() and zkl__batch_list() take s->bmu */
     submit(i, NONE);
 #ifndef LATELIST
     batch_list(i)
 #endif
   }
 #ifdef LATELIST
-  atomic { batch_list(i) }
+  atomic { !requeuing -> batch_list(i) }
 #endif
   atomic {
     ans[i] && ans[LS(i)] ->

@@ -158,8 +158,10 @@ mutant-gc-no-redo|listing+answer|-DBUG_NO_REDO -DCREATORS=1 -DDELETER=1 -DPAIR=1
 mutant-gc-single-redo|freed+answer|-DBUG_SINGLE_REDO -DCREATORS=1 -DDELETER=1 -DPAIR=1 -DFAULTS=1|$SAFE|-DSAFETY|$GC
 mutant-gc-resend-lost|twice|-DBUG_RESEND_LOST -DCREATORS=1 -DDELETER=1 -DPAIR=1 -DFAULTS=0 -DCONN=1|$SAFE|-DSAFETY|$GC
 mutant-gc-resend-blamed|nonprogress|-DBUG_RESEND_BLAMED -DPROGRESS -DCREATORS=1 -DDELETER=1 -DPAIR=1 -DFAULTS=1|$NPROG|-DNP|$GC
-finding-gc-late-listing|listing+answer+freed|-DLATELIST -DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=1|$SAFE|-DSAFETY|$GC
-finding-gc-refused|freed|-DREFUSE=1 -DCREATORS=1 -DDELETER=1 -DPAIR=1 -DFAULTS=0|$SAFE|-DSAFETY|$GC
+gc-late-listing|none|-DLATELIST -DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=1|$SAFE|-DSAFETY|$GC
+mutant-gc-f7-late-listing|listing+answer+freed|-DBUG_F7 -DLATELIST -DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=1|$SAFE|-DSAFETY|$GC
+gc-refused|none|-DREFUSE=1 -DCREATORS=1 -DDELETER=1 -DPAIR=1 -DFAULTS=0|$SAFE|-DSAFETY|$GC
+mutant-gc-f8-refused|freed|-DBUG_F8 -DREFUSE=1 -DCREATORS=1 -DDELETER=1 -DPAIR=1 -DFAULTS=0|$SAFE|-DSAFETY|$GC
 "
 # Larger bounds: each check a few minutes and a few GB at most. deep-expiry
 # stores states hash-compacted (-DHC4: a state is missed only on a 64-bit

@@ -296,21 +296,15 @@ static void op_answered(bop_t *op, int rc) {
   op_release(op);
 }
 
-/* Puts ops (their neighbour failed) back at the head of the queue, as a
- * transaction of their own: they were one without the failed op. */
-static void requeue(zkl__session_t *s, bop_t *again, bop_t **again_tail) {
-  zkl_client_t *c = s->c;
-  bop_t *op, *next;
-  batch_t *q = batch_new();
-  if (!q) {
-    pthread_mutex_lock(&c->mu);
-    for (op = again; op; op = next) {
-      next = op->next;
-      op_answered(op, ZKL_ENOMEM);
-    }
-    pthread_mutex_unlock(&c->mu);
-    return;
-  }
+/* Under s->bmu: puts ops (their neighbour failed) back at the head of
+ * the queue as q, a transaction of their own: they were one without the
+ * failed op. In the same hold of s->bmu as the marks of on_multi(): a
+ * listing asked in between would find its create's op still in the
+ * transaction just answered, and go out at once, ahead of the create's
+ * resend (model/, F7). */
+static void requeue(zkl__session_t *s, batch_t *q, bop_t *again,
+                    bop_t **again_tail) {
+  bop_t *op;
   q->ops = again;
   q->tail = again_tail;
   for (op = again; op; op = op->next) {
@@ -318,18 +312,17 @@ static void requeue(zkl__session_t *s, bop_t *again, bop_t **again_tail) {
     q->n++;
     q->bytes += strlen(op->path) + (size_t)(op->len > 0 ? op->len : 0);
   }
-  pthread_mutex_lock(&s->bmu);
   q->next = s->queued;
   s->queued = q;
-  pthread_mutex_unlock(&s->bmu);
 }
 
-static void on_multi(int rc, const void *data) {
-  batch_t *b = (batch_t *)data;
-  bop_t *op, *next, *again = NULL, **again_tail = &again;
-  bop_t *done = NULL, **done_tail = &done;
-  zkl__session_t *s = b->ops->s;
-  zkl_client_t *c = s->c;
+/* Which op of answered transaction b failed it (its index among the
+ * ops, or -1: none, or the whole transaction); marks it, and the ops bound
+ * to it. When one failed, *q is the neighbours' next transaction, made
+ * here, before s->bmu is taken; with no memory for it they fail too, and
+ * none is asked again. */
+static int blame(batch_t *b, int rc, batch_t **q) {
+  bop_t *op;
   int i, blamed = -1;
   if (op_error(rc))
     for (i = 0; i < b->nz && blamed < 0; i++)
@@ -342,6 +335,21 @@ static void on_multi(int rc, const void *data) {
   for (op = b->ops; op; op = op->next)
     if (op->dep && op->dep->blamed)
       op->forced = rc;
+  if (blamed >= 0 && !(*q = batch_new()))
+    for (op = b->ops; op; op = op->next)
+      if (!op->blamed && !op->forced)
+        op->forced = ZKL_ENOMEM;
+  return blamed;
+}
+
+static void on_multi(int rc, const void *data) {
+  batch_t *b = (batch_t *)data;
+  bop_t *op, *next, *again = NULL, **again_tail = &again;
+  bop_t *done = NULL, **done_tail = &done;
+  zkl__session_t *s = b->ops->s;
+  zkl_client_t *c = s->c;
+  batch_t *q = NULL;
+  int blamed = blame(b, rc, &q);
   pthread_mutex_lock(&s->bmu);
   for (op = b->ops; op; op = op->next)
     if (blamed >= 0 && !op->blamed && !op->forced) {
@@ -350,7 +358,6 @@ static void on_multi(int rc, const void *data) {
     } else {
       op->call->bop = NULL; /* answered: a listing asked now goes alone */
     }
-  pthread_mutex_unlock(&s->bmu);
   /* the failed op's neighbours go again first, in their order, and
    * everything waiting leaves before the answers wake anyone */
   for (op = b->ops; op; op = next) {
@@ -365,7 +372,10 @@ static void on_multi(int rc, const void *data) {
     }
   }
   if (again)
-    requeue(s, again, again_tail);
+    requeue(s, q, again, again_tail);
+  else if (q)
+    batch_free(q);
+  pthread_mutex_unlock(&s->bmu);
   zkl__batch_done(s);
   pthread_mutex_lock(&c->mu);
   for (op = done; op; op = next) {
@@ -483,6 +493,14 @@ static void refused_batch(zkl__session_t *s, batch_t *b, int rc) {
   zkl_client_t *c = s->c;
   bop_t *op, *next;
   rd_t *rd;
+  /* A listing still out to be asked again behind b (a resend) gets its
+   * first answer instead: b goes now, and that answer would find it gone
+   * and never be passed on (model/, F8). Its create fails here anyway. */
+  pthread_mutex_lock(&s->bmu);
+  for (op = b->ops; op; op = op->next)
+    if (op->rd && op->rd->redo > 0 && op->rd->op == op)
+      op->rd->redo = 0;
+  pthread_mutex_unlock(&s->bmu);
   while ((rd = b->rds)) {
     b->rds = rd->next;
     rd->redo = 0;
