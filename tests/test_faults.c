@@ -635,6 +635,66 @@ static void test_stalled_guarded_nudged(void) {
   zkl_client_destroy(c);
 }
 
+/* F8 (model/, groupcommit.pml): a create goes again after its neighbour
+ * failed its transaction, and the client refuses that resend. The
+ * create's listing, out behind the failed transaction and marked to be
+ * asked again, must still be answered: before the fix its answer found
+ * the resend freed, and the acquire waited for ever. */
+static void test_refused_resend_answers_listing(void) {
+  zkl_client_t *c = client(10000);
+  zkl_mutex_t *m;
+  zkl__session_t *s;
+  zkl__call_t cr, ls, gone;
+  pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+  char dir[256], missing[300], node[300];
+  int64_t until;
+  int done = 0;
+  new_root();
+  m = mutex(c, "refused");
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK); /* connected; the directory */
+  snprintf(dir, sizeof dir, "%s/refused", root);
+  snprintf(node, sizeof node, "%s/n-", dir);
+  snprintf(missing, sizeof missing, "%s/missing", dir);
+  pthread_mutex_lock(&c->mu);
+  s = c->sess;
+  s->refs++;
+  pthread_mutex_unlock(&c->mu);
+  batch_slot(s);
+  zkl__call_init(&cr, c, &cv);
+  zkl__call_init(&ls, c, &cv);
+  zkl__call_init(&gone, c, &cv);
+  CHECK_INT(zkl__create(&cr, s, node, NULL, -1, ZOO_EPHEMERAL_SEQUENTIAL),
+            ==, ZOK);
+  CHECK_INT(zkl__children_after(&ls, s, dir, &cr), ==, ZOK);
+  CHECK_INT(zkl__delete(&gone, s, missing), ==, ZOK); /* fails: ZNONODE */
+  /* the transaction leaves (and fails for `gone`); its resend is refused */
+  atomic_store(&zkl__fault_send_refused, 2);
+  zkl__batch_done(s);
+  until = zkl_now_ms() + 5000;
+  while (!done && zkl_now_ms() < until) {
+    pthread_mutex_lock(&c->mu);
+    done = cr.done && ls.done && gone.done;
+    pthread_mutex_unlock(&c->mu);
+    if (!done)
+      usleep(10000);
+  }
+  CHECK(done); /* before the fix: the listing never answered */
+  CHECK_INT(gone.rc, ==, ZNONODE);
+  CHECK_INT(cr.rc, ==, ZSYSTEMERROR); /* the refusal */
+  if (done) {
+    zkl__call_free(&cr);
+    zkl__call_free(&ls);
+    zkl__call_free(&gone);
+  }
+  atomic_store(&zkl__fault_send_refused, 0);
+  pthread_mutex_lock(&c->mu);
+  zkl__session_put(c, s);
+  pthread_mutex_unlock(&c->mu);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  zkl_mutex_destroy(m);
+  zkl_client_destroy(c);
+}
+
 int main(void) {
   root_tag = "zklfaults";
   admin_open();
@@ -645,6 +705,7 @@ int main(void) {
   RUN(test_multilock_through_expiry);
   RUN(test_multilock_read_lost);
   RUN(test_batch_failed_neighbour);
+  RUN(test_refused_resend_answers_listing);
   RUN(test_multi_on_expired_handle);
   RUN(test_semaphore_listing_lost);
   RUN(test_stalled_multi_nudged);

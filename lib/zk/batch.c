@@ -459,9 +459,18 @@ int zkl__batch_queued(zkl__session_t *s, int *transactions) {
 }
 
 /* Under s->bmu: sends b, queued until now. Returns the client's code. */
+#ifdef ZKL_FAULT_INJECTION
+_Atomic int zkl__fault_send_refused;
+#endif
+
 static int send_queued(zkl__session_t *s, batch_t *b) {
   rd_t *rd;
   int rc, lrc;
+#ifdef ZKL_FAULT_INJECTION
+  if (atomic_load(&zkl__fault_send_refused) > 0 &&
+      atomic_fetch_sub(&zkl__fault_send_refused, 1) == 1)
+    return ZSYSTEMERROR;
+#endif
   if (b->n != 1 || (b->ops->rd && b->ops->rd->redo))
     return send_batch(s, b);
   /* alone, it needs no transaction, and its create answers its stat; its

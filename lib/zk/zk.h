@@ -242,6 +242,10 @@ ZKL__HIDDEN void zkl__call_wait(zkl__call_t **calls, int n);
 ZKL__HIDDEN extern _Atomic int zkl__fault_create_nomem, zkl__fault_stat_lost;
 /* The next getChildren completion reports a lost connection. */
 ZKL__HIDDEN extern _Atomic int zkl__fault_children_lost;
+/* When set to n, the n-th transaction batch.c sends from its queue from
+ * now on is refused, as the C client refuses one on a closing handle
+ * (ZSYSTEMERROR). */
+ZKL__HIDDEN extern _Atomic int zkl__fault_send_refused;
 /* While positive, that many new session handles cannot be made (EMFILE). */
 ZKL__HIDDEN extern _Atomic int zkl__fault_new_session;
 #endif
