@@ -307,6 +307,23 @@ static void test_first_born_holds_without_listing(void) {
   CHECK_INT(zkl_client_request_count(c) - before, ==, 2); /* parent, node */
   CHECK_RC(zkl_mutex_node_path(a, p, sizeof p), ZKL_OK);
   CHECK(strlen(p) > 10 && strcmp(p + strlen(p) - 10, "0000000000") == 0);
+  /* made in one transaction: a plain parent with zklock's mark, whose
+   * czxid is the node's and the token, learnt with no read */
+  {
+    char d[64], dir[512];
+    int dl = sizeof d;
+    struct Stat ds, ns;
+    uint64_t tok = 0;
+    snprintf(dir, sizeof dir, "%s/fresh", root);
+    admin_sync(dir);
+    CHECK_INT(zoo_get(admin, dir, 0, d, &dl, &ds), ==, ZOK);
+    CHECK_INT(ds.ephemeralOwner, ==, 0);
+    CHECK(dl == 13 && memcmp(d, "zklock-parent", 13) == 0);
+    CHECK_INT(zoo_exists(admin, p, 0, &ns), ==, ZOK);
+    CHECK_INT(ns.czxid, ==, ds.czxid);
+    CHECK_RC(zkl_mutex_token(a, &tok), ZKL_OK);
+    CHECK_INT((int64_t)tok, ==, ns.czxid);
+  }
   /* b's object is new too: it makes no listing with its create, finds
    * its suffix is 1, lists, and waits */
   w.m = b;
@@ -318,8 +335,15 @@ static void test_first_born_holds_without_listing(void) {
   CHECK_RC(zkl_mutex_unlock(a), ZKL_OK);
   pthread_join(t, NULL);
   CHECK_RC(w.rc, ZKL_OK);
-  zkl_mutex_destroy(a);
+  /* a could not take the parent along (b was in it): a plain node, which
+   * the server never sweeps; b, closed first, reads zklock's mark, finds
+   * it empty, and deletes it */
+  usleep(1500 * 1000); /* the test ensemble sweeps containers in 1 s */
+  CHECK_INT(queue_len("fresh"), ==, 0);
   zkl_mutex_destroy(b);
+  WAIT_FOR(queue_len("fresh") == -1, 5000);
+  CHECK_INT(queue_len("fresh"), ==, -1);
+  zkl_mutex_destroy(a);
   /* a directory made by someone else, a planted node in it first */
   snprintf(p, sizeof p, "%s/planted", root);
   CHECK_INT(zoo_create(admin, p, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),

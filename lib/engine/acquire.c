@@ -155,8 +155,14 @@ static void step_join(zkl__acq_t *a) {
   /* A directory this object has not seen is made first, in the same
    * round trip: per-key locks are mostly taken on keys never used before,
    * whose create would otherwise fail and wait for one more. Whatever it
-   * answers (made, there already, not ours to make), the create tells. */
-  if (!q->dir_seen)
+   * answers (made, there already, not ours to make), the create tells.
+   * A lock's plain directory goes in our node's very transaction (lean):
+   * a persistent node, which the release that empties it deletes
+   * (release.c), for a container cannot go in one (batch.c), and alone
+   * it costs the ensemble a transaction per key. A semaphore's directory
+   * (its data says N) and kazoo's stay as they were. */
+  int lean = !q->dir_seen && !q->dir_data && !(q->flags & ZKL__Q_KEEP_DIR);
+  if (!q->dir_seen && !lean)
     zkl__sent(a, &r->aux,
               zkl__create_dir(&r->aux, r->s, q->dir, q->dir_data,
                               q->dir_data ? (int)strlen(q->dir_data) : -1,
@@ -166,9 +172,16 @@ static void step_join(zkl__acq_t *a) {
   else /* not read: should the listing be lost, agree() reads it then, and
         * never takes this unsent call for a directory with no data (F5) */
     r->gd.rc = ZCONNECTIONLOSS;
-  zkl__sent(a, &r->cr,
-            zkl__create(&r->cr, r->s, full, data, (int)len,
-                        ZOO_EPHEMERAL_SEQUENTIAL));
+  if (lean) {
+    rc = zkl__create_with_dir(&r->cr, &r->aux, r->s, full, data, (int)len,
+                              ZOO_EPHEMERAL_SEQUENTIAL, q->dir);
+    zkl__sent(a, &r->aux, rc);
+    zkl__sent(a, &r->cr, rc);
+  } else {
+    zkl__sent(a, &r->cr,
+              zkl__create(&r->cr, r->s, full, data, (int)len,
+                          ZOO_EPHEMERAL_SEQUENTIAL));
+  }
   /* In a directory made in this very round trip our node is most likely
    * its first, which needs no listing (first_born); otherwise we list
    * once the create has answered, one round trip later. */
@@ -212,6 +225,7 @@ static void step_joined(zkl__acq_t *a) {
     if (r->unlisted && first_born(a)) {
       /* alone in it: ours to take along at release if we made it */
       q->dir_alone = r->made_dir;
+      q->dir_lone = 1; /* what it is, a read tells (release.c) */
       confirm(a, 1); /* the create's answer is as fresh as a listing */
       return;
     }
@@ -452,6 +466,8 @@ static void step_position(zkl__acq_t *a) {
   rc = position(a, &r->ls, &r->w);
   q->dir_alone =
       r->ls.kids.count == 1 && q->dir_made && r->ls.stat.czxid == q->dir_made;
+  q->dir_lone |= r->ls.stat.ephemeralOwner == 0 &&
+                 r->ls.stat.dataLength == (int)strlen(ZKL__DIR_MARK);
   if (!q->dir_peer && !(q->flags & ZKL__Q_KEEP_DIR))
     q->dir_peer = peer_listed(q, &r->ls);
   zkl__call_free(&r->ls);

@@ -63,6 +63,11 @@ struct zkl__queue {
   int dir_alone;
   int dir_kept;
   int dir_peer;
+  /* and whether a look found it a plain node that may carry zklock's
+   * mark (acquire.c, lean): someone's lock made it in its node's
+   * transaction, and no server sweeps it; at close we read it, and delete
+   * it if it is marked and empty (release.c zkl__tidy_dir) */
+  int dir_lone;
   char *id;           /* election candidate id, or NULL */
   void *user_data;    /* caller data stored in each node */
   size_t user_len;

@@ -75,7 +75,7 @@ static void answered(zkl__rel_t *rel) {
   zkl__queue_t *q = a->q;
   int zrc = rel->del.rc;
   if (rel->tidy && rel->pd.rc == ZOK) /* gone: the next join makes it again */
-    q->dir_made = 0, q->dir_seen = 0, q->dir_alone = 0;
+    q->dir_made = 0, q->dir_seen = 0, q->dir_alone = 0, q->dir_lone = 0;
   if (zrc == ZOK && rel->judge && !vouched(c, a, rel->s, &rel->st))
     zrc = ZNONODE;
   zkl__call_free(&rel->st);
@@ -336,7 +336,7 @@ typedef struct {
   zkl__call_t call;
   zkl__session_t *s;
   char *path;
-  int64_t czxid; /* the incarnation we made */
+  int64_t czxid; /* the incarnation we made, or 0: one marked as zklock's */
 } dir_delete_t;
 
 static void on_dir_done(zkl__call_t *call) {
@@ -350,14 +350,21 @@ static void on_dir_done(zkl__call_t *call) {
 }
 
 /* Deleted only if it is still the one we made, and empty: a directory
- * someone deleted and made again since our last look is theirs. */
+ * someone deleted and made again since our last look is theirs. One we
+ * did not make only if it is a plain node (no container, which the server
+ * reaps, and never ephemeral) whose data is zklock's mark: someone's lock
+ * made it in its node's transaction (acquire.c, lean) and could not take
+ * it along; any other directory is somebody else's. */
 static void on_dir_read(zkl__call_t *call) {
   dir_delete_t *d = call->ctx;
-  if (call->rc != ZOK || call->stat.czxid != d->czxid ||
-      call->stat.numChildren != 0) {
+  int ours = d->czxid ? call->stat.czxid == d->czxid
+                      : call->stat.ephemeralOwner == 0 &&
+                            zkl__dir_marked(call->data, call->data_len);
+  if (call->rc != ZOK || !ours || call->stat.numChildren != 0) {
     on_dir_done(call);
     return;
   }
+  zkl__call_free(call); /* the mark read */
   zkl__call_init_fn(call, call->c, on_dir_done, d);
   if (zkl__delete(call, d->s, d->path) != ZOK)
     on_dir_done(call);
@@ -366,20 +373,35 @@ static void on_dir_read(zkl__call_t *call) {
 /* Deletes the queue's directory when it is this object's (dir_ours): gone
  * with its last user instead of at the server's next sweep. A newcomer leaves
  * it be (or makes the delete fail, ZNOTEMPTY), and a node created just after it
- * finds no directory and makes it again, as after a sweep. Under c->mu. */
-void zkl__tidy_dir(zkl__queue_t *q) {
+ * finds no directory and makes it again, as after a sweep. Or, when it may
+ * be a plain directory someone's lock made in its node's transaction
+ * (dir_lone), after a read of its mark: no server ever sweeps that one,
+ * and whoever closes last finds it empty. Not at release: under
+ * contention every release would pay the read, for a directory the next
+ * holder still needs. Under c->mu. */
+static void dir_delete(zkl__queue_t *q, int64_t czxid) {
   zkl_client_t *c = q->c;
   dir_delete_t *d;
-  if (!dir_ours(q) || !c->sess || c->sess->expired ||
-      c->state != ZKL_CLIENT_CONNECTED || c->stopping)
+  int rc;
+  if (!c->sess || c->sess->expired || c->state != ZKL_CLIENT_CONNECTED ||
+      c->stopping)
     return;
   if (!(d = calloc(1, sizeof *d)) || !(d->path = zkl__strdup(q->dir))) {
     free(d);
-    return; /* the server's sweep takes it */
+    return; /* the server's sweep takes it, or zkl_sweep() */
   }
-  d->czxid = q->dir_made;
+  d->czxid = czxid;
   d->s = zkl__session_get(c);
   zkl__call_init_fn(&d->call, c, on_dir_read, d);
-  if (zkl__exists(&d->call, d->s, d->path) != ZOK)
+  rc = czxid ? zkl__exists(&d->call, d->s, d->path)
+             : zkl__get(&d->call, d->s, d->path, 0);
+  if (rc != ZOK)
     on_dir_done(&d->call);
+}
+
+void zkl__tidy_dir(zkl__queue_t *q) {
+  if (dir_ours(q))
+    dir_delete(q, q->dir_made);
+  else if (q->dir_lone && !q->dir_peer && !(q->flags & ZKL__Q_KEEP_DIR))
+    dir_delete(q, 0);
 }

@@ -100,6 +100,12 @@ struct zkl__bop {
   struct Stat sst;      /* with_set(): the setData's answer */
   zkl__call_t st;       /* that exists */
   bop_t *dep;           /* applied only with this one, in its transaction */
+  /* A queue node made with its parent (zkl__batch_create_pair): the
+   * parent's create, which goes just before it in its transaction while
+   * both are to be sent; and whether its czxid came from the parent's
+   * setData (probed) */
+  bop_t *probe;
+  int probed;
   int blamed;           /* the op its transaction failed for */
   int forced;           /* its answer, its dep having failed */
   bop_t *next;
@@ -180,6 +186,17 @@ static int with_set(const bop_t *op) {
   return op->kind == BOP_CREATE && !(op->flags & ZOO_SEQUENCE);
 }
 
+/* test_faults: a lock's node made in a transaction, its name not kept */
+static int nomem_fault(const bop_t *op) {
+#ifdef ZKL_FAULT_INJECTION
+  return (op->flags & ZOO_SEQUENCE) &&
+         atomic_exchange(&zkl__fault_create_nomem, 0);
+#else
+  (void)op;
+  return 0;
+#endif
+}
+
 /* Under c->mu: a create made in a transaction, once its czxid is known
  * (or, with_set(), its whole stat). */
 static void create_done(bop_t *op, int rc, int64_t czxid) {
@@ -192,7 +209,7 @@ static void create_done(bop_t *op, int rc, int64_t czxid) {
     if (!with_set(op))
       call->stat.mzxid = czxid;
     call->stat.ephemeralOwner = op->flags & ZOO_EPHEMERAL ? op->s->id : 0;
-    if (!(call->path = zkl__strdup(op->out)))
+    if (!(call->path = nomem_fault(op) ? NULL : zkl__strdup(op->out)))
       rc = ZKL_ENOMEM; /* made, but unnamed: found by guid */
   }
   zkl__call_finish(call, rc);
@@ -284,7 +301,7 @@ static void op_answered(bop_t *op, int rc) {
     bop_free(op);
     return;
   }
-  if (rc == ZOK && !with_set(op)) {
+  if (rc == ZOK && !with_set(op) && !op->probed) {
     learn_stat(op);
     return;
   }
@@ -350,6 +367,14 @@ static void on_multi(int rc, const void *data) {
   zkl_client_t *c = s->c;
   batch_t *q = NULL;
   int blamed = blame(b, rc, &q);
+  for (op = b->ops; op; op = op->next)
+    if (op->probe && rc == ZOK) {
+      /* one transaction, one zxid: the parent's czxid is ours */
+      op->sst.czxid = op->probe->sst.czxid;
+      op->probed = 1;
+    } else if (op->probe && (op->probe->blamed || op->probe->forced)) {
+      op->probe = NULL; /* sent again alone: it asks for its stat */
+    }
   pthread_mutex_lock(&s->bmu);
   for (op = b->ops; op; op = op->next)
     if (blamed >= 0 && !op->blamed && !op->forced) {
@@ -583,15 +608,18 @@ static int same_lock(const bop_t *a, const bop_t *b) {
   return da == db && strncmp(a->path, b->path, da) == 0;
 }
 
-static batch_t *joining(zkl__session_t *s, const bop_t *op, size_t bytes) {
+static batch_t *joining(zkl__session_t *s, const bop_t *op, const bop_t *op2,
+                        size_t bytes) {
   batch_t *b, *last = NULL;
   bop_t *o;
   for (b = s->queued; b; b = b->next)
     last = b;
-  if (last && (last->n >= OPS_MAX || last->bytes + bytes > BYTES_MAX))
+  if (last && (last->n >= OPS_MAX - 1 || last->bytes + bytes > BYTES_MAX))
     last = NULL, b = NULL;
-  for (o = last ? last->ops : NULL; o && op->kind == BOP_CREATE; o = o->next)
-    if (o->kind == BOP_CREATE && same_lock(o, op)) {
+  for (o = last ? last->ops : NULL; o; o = o->next)
+    if (o->kind == BOP_CREATE &&
+        ((op->kind == BOP_CREATE && same_lock(o, op)) ||
+         (op2 && op2->kind == BOP_CREATE && same_lock(o, op2)))) {
       last = NULL;
       break;
     }
@@ -683,7 +711,7 @@ static int submit(zkl__session_t *s, bop_t *op, bop_t *op2) {
       bop_free(op);
     }
     sent = rc == ZOK;
-  } else if (!(q = joining(s, op, bytes))) {
+  } else if (!(q = joining(s, op, op2, bytes))) {
     bop_free(op);
     if (op2)
       bop_free(op2);
@@ -758,6 +786,35 @@ int zkl__batch_delete_pair(zkl__call_t *call, zkl__call_t *pcall,
     return ZSYSTEMERROR;
   }
   op2->dep = op;
+  return submit(s, op, op2);
+}
+
+int zkl__batch_create_pair(zkl__call_t *call, zkl__call_t *pcall,
+                           zkl__session_t *s, const char *path,
+                           const char *data, int len, int flags,
+                           const char *parent) {
+  bop_t *op = bop_new(pcall, s, BOP_CREATE, parent), *op2;
+  if (!op)
+    return ZSYSTEMERROR;
+  op->flags = 0; /* persistent: a container's answer is misread, above */
+  op->len = (int)strlen(ZKL__DIR_MARK);
+  if (!(op->data = zkl__strdup(ZKL__DIR_MARK)) ||
+      !(op2 = bop_new(call, s, BOP_CREATE, path))) {
+    bop_free(op);
+    return ZSYSTEMERROR;
+  }
+  op2->flags = flags;
+  if (data && len >= 0) {
+    if (!(op2->data = malloc((size_t)len + 1))) {
+      bop_free(op);
+      bop_free(op2);
+      return ZSYSTEMERROR;
+    }
+    memcpy(op2->data, data, (size_t)len);
+    op2->len = len;
+  }
+  op->dep = op2; /* never a parent alone, with nobody in it */
+  op2->probe = op;
   return submit(s, op, op2);
 }
 

@@ -71,6 +71,15 @@ int zkl__create_dir(zkl__call_t *call, zkl__session_t *s, const char *path,
                                  call));
 }
 
+int zkl__create_with_dir(zkl__call_t *call, zkl__call_t *pcall,
+                         zkl__session_t *s, const char *path,
+                         const char *data, int len, int flags,
+                         const char *dir) {
+  int rc = zkl__batch_create_pair(call, pcall, s, path, data, len, flags, dir);
+  zkl__issued(pcall, rc);
+  return zkl__issued(call, rc);
+}
+
 int zkl__children(zkl__call_t *call, zkl__session_t *s, const char *path) {
   return zkl__issued(
       call, zoo_aget_children2(s->zh, path, 0, zkl__on_children, call));

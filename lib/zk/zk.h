@@ -139,6 +139,17 @@ ZKL__HIDDEN int zkl__create(zkl__call_t *call, zkl__session_t *s,
 ZKL__HIDDEN int zkl__create_dir(zkl__call_t *call, zkl__session_t *s,
                                 const char *path, const char *data, int len,
                                 int persistent);
+/* A queue's node and its directory `dir`, one transaction
+ * (zkl__batch_create_pair): the directory a plain persistent node with
+ * data ZKL__DIR_MARK, for Debian's 3.8.0 client misreads a container
+ * create in a transaction. pcall gets the directory's code (and, made,
+ * its stat), call the node's (and its stat, the directory's czxid: one
+ * transaction, one zxid). The node goes again alone, and asks for its
+ * stat, when the directory was there already. */
+ZKL__HIDDEN int zkl__create_with_dir(zkl__call_t *call, zkl__call_t *pcall,
+                                     zkl__session_t *s, const char *path,
+                                     const char *data, int len, int flags,
+                                     const char *dir);
 ZKL__HIDDEN int zkl__children(zkl__call_t *call, zkl__session_t *s,
                               const char *path);
 ZKL__HIDDEN int zkl__get(zkl__call_t *call, zkl__session_t *s,
@@ -193,6 +204,14 @@ ZKL__HIDDEN int zkl__batch_create(zkl__call_t *call, zkl__session_t *s,
                                   int len, int flags);
 ZKL__HIDDEN int zkl__batch_delete(zkl__call_t *call, zkl__session_t *s,
                                   const char *path);
+/* Creates parent (persistent, data ZKL__DIR_MARK, and a setData of it in
+ * the same transaction, whose stat is the transaction's zxid) and then
+ * path in one transaction: the parent never alone, and path alone, once
+ * more, if the parent's create fails (it was there already). */
+ZKL__HIDDEN int zkl__batch_create_pair(zkl__call_t *call, zkl__call_t *pcall,
+                                       zkl__session_t *s, const char *path,
+                                       const char *data, int len, int flags,
+                                       const char *parent);
 /* Deletes path and its parent in one transaction: the parent only if the
  * node's delete is applied with it (then the parent is surely the one the
  * node was in), and the node alone, once more, if the parent's fails
