@@ -16,8 +16,6 @@
  * a lost create reply, the directory's data) are in recover.c. */
 #include "config.h"
 
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,16 +121,59 @@ static void join_failed(zkl__acq_t *a, int rc) {
     zkl__finish(a, rc);
 }
 
-static void step_join(zkl__acq_t *a) {
+/* Sends our node's create (named full, with data), and with it what the
+ * directory needs: made, read, listed. */
+static void send_join(zkl__acq_t *a, const char *full, const char *data,
+                      size_t len) {
   zkl__run_t *r = a->run;
   zkl__queue_t *q = a->q;
-  zkl_client_t *c = q->c;
   /* the directory is read once per incarnation: a listing tells which */
-  int read_dir = q->dir_data && !q->dir_czxid;
+  int read_dir = q->dir_data && !q->dir_czxid, rc;
+  /* A lock's plain directory this object has not seen goes in our node's
+   * very transaction (lean): per-key locks are mostly taken on keys never
+   * used before. A plain node, deleted by whoever empties it (release.c),
+   * for a container cannot go in one (batch.c), and alone it costs the
+   * ensemble a transaction per key. A semaphore's directory (its data
+   * says N) and kazoo's are made first, alone, in the same round trip.
+   * Whatever it answers (made, there already, not ours), the create tells. */
+  int lean = !q->dir_seen && !q->dir_data && !(q->flags & ZKL__Q_KEEP_DIR);
+  r->s = zkl__session_get(q->c);
+  zkl__prep(a, &r->gd);
+  zkl__prep(a, &r->cr);
+  zkl__prep(a, &r->ls);
+  zkl__prep(a, &r->aux);
+  if (!q->dir_seen && !lean)
+    zkl__sent(a, &r->aux,
+              zkl__create_dir(&r->aux, r->s, q->dir, q->dir_data,
+                              q->dir_data ? (int)strlen(q->dir_data) : -1,
+                              (q->flags & ZKL__Q_KEEP_DIR) != 0));
+  if (read_dir) /* first: what the directory says binds a node made after */
+    zkl__sent(a, &r->gd, zkl__get(&r->gd, r->s, q->dir, 0));
+  else /* not read: should the listing be lost, agree() reads it then, and
+        * never takes this unsent call for a directory with no data (F5) */
+    r->gd.rc = ZCONNECTIONLOSS;
+  rc = lean ? zkl__create_with_dir(&r->cr, &r->aux, r->s, full, data,
+                                   (int)len, ZOO_EPHEMERAL_SEQUENTIAL, q->dir)
+            : zkl__create(&r->cr, r->s, full, data, (int)len,
+                          ZOO_EPHEMERAL_SEQUENTIAL);
+  if (lean)
+    zkl__sent(a, &r->aux, rc);
+  zkl__sent(a, &r->cr, rc);
+  /* In a directory made in this very round trip our node is most likely
+   * its first, which needs no listing (first_born); otherwise we list
+   * once the create has answered, one round trip later. */
+  r->unlisted = !q->dir_seen && !q->dir_data;
+  if (!r->unlisted)
+    zkl__sent(a, &r->ls, zkl__children_after(&r->ls, r->s, q->dir, &r->cr));
+  else
+    r->ls.rc = ZCONNECTIONLOSS; /* not listed: zkl__joined lists */
+}
+
+static void step_join(zkl__acq_t *a) {
+  zkl__queue_t *q = a->q;
   char *path, *full, *data = NULL;
   size_t len = 0;
   int rc;
-
   if ((rc = zkl__guid(a->guid)) != ZKL_OK) {
     zkl__finish(a, rc);
     return;
@@ -147,52 +188,10 @@ static void step_join(zkl__acq_t *a) {
     zkl__finish(a, full ? rc : ZKL_ENOMEM);
     return;
   }
-  r->s = zkl__session_get(c);
-  zkl__prep(a, &r->gd);
-  zkl__prep(a, &r->cr);
-  zkl__prep(a, &r->ls);
-  zkl__prep(a, &r->aux);
-  /* A directory this object has not seen is made first, in the same
-   * round trip: per-key locks are mostly taken on keys never used before,
-   * whose create would otherwise fail and wait for one more. Whatever it
-   * answers (made, there already, not ours to make), the create tells.
-   * A lock's plain directory goes in our node's very transaction (lean):
-   * a persistent node, which the release that empties it deletes
-   * (release.c), for a container cannot go in one (batch.c), and alone
-   * it costs the ensemble a transaction per key. A semaphore's directory
-   * (its data says N) and kazoo's stay as they were. */
-  int lean = !q->dir_seen && !q->dir_data && !(q->flags & ZKL__Q_KEEP_DIR);
-  if (!q->dir_seen && !lean)
-    zkl__sent(a, &r->aux,
-              zkl__create_dir(&r->aux, r->s, q->dir, q->dir_data,
-                              q->dir_data ? (int)strlen(q->dir_data) : -1,
-                              (q->flags & ZKL__Q_KEEP_DIR) != 0));
-  if (read_dir) /* first: what the directory says binds a node made after */
-    zkl__sent(a, &r->gd, zkl__get(&r->gd, r->s, q->dir, 0));
-  else /* not read: should the listing be lost, agree() reads it then, and
-        * never takes this unsent call for a directory with no data (F5) */
-    r->gd.rc = ZCONNECTIONLOSS;
-  if (lean) {
-    rc = zkl__create_with_dir(&r->cr, &r->aux, r->s, full, data, (int)len,
-                              ZOO_EPHEMERAL_SEQUENTIAL, q->dir);
-    zkl__sent(a, &r->aux, rc);
-    zkl__sent(a, &r->cr, rc);
-  } else {
-    zkl__sent(a, &r->cr,
-              zkl__create(&r->cr, r->s, full, data, (int)len,
-                          ZOO_EPHEMERAL_SEQUENTIAL));
-  }
-  /* In a directory made in this very round trip our node is most likely
-   * its first, which needs no listing (first_born); otherwise we list
-   * once the create has answered, one round trip later. */
-  r->unlisted = !q->dir_seen && !q->dir_data;
-  if (!r->unlisted)
-    zkl__sent(a, &r->ls, zkl__children_after(&r->ls, r->s, q->dir, &r->cr));
-  else
-    r->ls.rc = ZCONNECTIONLOSS; /* not listed: zkl__joined lists */
+  send_join(a, full, data, len);
   free(full);
   free(data);
-  r->next = step_joined;
+  a->run->next = step_joined;
 }
 
 /* Whether our node is the first ever made in its directory's incarnation:

@@ -37,20 +37,7 @@
  *   sequence number + 1 only then. A lock used twice never passes, so
  *   one exists serves every case.)
  *
- * A write that stays out is nudged. Debian's 3.8.0 server has a missed
- * wakeup (ZOOKEEPER-4537, fixed in 3.8.1): under load its leader may
- * commit a write and not apply it until the session sends another
- * request, and the C client sends no ping while a request is out, so the
- * session dies of silence with every server idle. Group commit holds
- * everything back behind the write in flight, so nothing else would come.
- * When a write of the session has been out ZKL__NUDGE_MS (zk.h says why
- * 50 ms), the event thread (session.c's zkl__session_nudge) sends one
- * exists of "/" on the session, no watch: a request is all the server
- * needs to apply the write, and its answer comes after the write's. At
- * most one nudge is out per session, and another goes only ZKL__NUDGE_MS
- * after the last, while a write is still out. Here, s->out_since says
- * since when a write is out, and the first write of an idle session makes
- * sure the event thread will look (nudge_timer).
+ * A write that stays out is nudged (session.c, ZOOKEEPER-4537).
  *
  * Container creates never go in a transaction: Debian's 3.8.0 C client
  * reads a container create's answer in a multi as a plain create's (path
@@ -147,14 +134,6 @@ static void batch_free(batch_t *b) {
   free(b->zops);
   free(b->res);
   free(b);
-}
-
-void zkl__batch_init(zkl__session_t *s) {
-  pthread_mutex_init(&s->bmu, NULL);
-}
-
-void zkl__batch_fini(zkl__session_t *s) {
-  pthread_mutex_destroy(&s->bmu);
 }
 
 /* ---- answers ------------------------------------------------------------ */
@@ -636,45 +615,6 @@ static batch_t *joining(zkl__session_t *s, const bop_t *op, const bop_t *op2,
   return b;
 }
 
-/* A write left s with none out before (out_since is set): the event
- * thread, which may sleep with no deadline, must look at s within
- * ZKL__NUDGE_MS. A write with a function is issued under c->mu (by a step
- * of the machine or the event thread), a waited-for one with no lock held
- * (zk.h); under c->mu, the event thread is either before its look or
- * asleep, so the broadcast is not lost. Writes sent later by
- * zkl__batch_done need none: one was out all along, and the event thread
- * looks again until none is. */
-static void nudge_timer(zkl__session_t *s, int locked) {
-  zkl_client_t *c = s->c;
-  int64_t due = zkl_now_ms() + ZKL__NUDGE_MS;
-  if (!locked)
-    pthread_mutex_lock(&c->mu);
-  if (!c->ev_wake_at || c->ev_wake_at > due)
-    pthread_cond_broadcast(&c->cv);
-  if (!locked)
-    pthread_mutex_unlock(&c->mu);
-}
-
-void zkl__batch_write_out(zkl__session_t *s, int locked) {
-  int64_t now = zkl_now_ms();
-  int first;
-  pthread_mutex_lock(&s->bmu);
-  first = s->wout++ == 0;
-  if (first)
-    s->wout_since = now;
-  s->out_last = now;
-  pthread_mutex_unlock(&s->bmu);
-  if (first)
-    nudge_timer(s, locked);
-}
-
-void zkl__batch_write_in(zkl__session_t *s) {
-  pthread_mutex_lock(&s->bmu);
-  if (s->wout > 0 && --s->wout == 0)
-    s->wout_since = 0;
-  pthread_mutex_unlock(&s->bmu);
-}
-
 /* Under s->bmu: a pair on an idle session (nothing else was queued): its
  * transaction leaves now. Refused, it is the caller's, as a lone write's
  * refusal is. */
@@ -732,7 +672,7 @@ static int submit(zkl__session_t *s, bop_t *op, bop_t *op2) {
     s->out_since = s->out_last = zkl_now_ms();
   pthread_mutex_unlock(&s->bmu);
   if (sent)
-    nudge_timer(s, locked);
+    zkl__session_nudge_timer(s, locked);
   return rc;
 }
 

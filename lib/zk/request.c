@@ -16,18 +16,18 @@
  * these completions, before call.c's, which may free the call. */
 static int out(zkl__call_t *call, zkl__session_t *s) {
   call->wsess = s;
-  zkl__batch_write_out(s, call->fn != NULL); /* fn calls: under c->mu */
+  zkl__session_write_out(s, call->fn != NULL); /* fn calls: under c->mu */
   return ZOK;
 }
 
 static int sent(zkl__call_t *call, int rc) {
   if (rc != ZOK && call->wsess) /* refused: never out */
-    zkl__batch_write_in(call->wsess);
+    zkl__session_write_in(call->wsess);
   return zkl__issued(call, rc);
 }
 
 static void back(const void *data) {
-  zkl__batch_write_in(((const zkl__call_t *)data)->wsess);
+  zkl__session_write_in(((const zkl__call_t *)data)->wsess);
 }
 
 static void on_create_w(int rc, const char *value, const struct Stat *stat,

@@ -5,7 +5,7 @@
  * the acquisitions (acq.c) what that means for them. An expired session is
  * replaced by a new handle, made on the event thread; a handle nobody
  * refers to any more is closed there too. The event thread also nudges a
- * session whose write the server sits on (ZOOKEEPER-4537, batch.c). */
+ * session whose write the server sits on (ZOOKEEPER-4537, below). */
 #include "config.h"
 
 #include <errno.h>
@@ -179,12 +179,12 @@ int zkl__new_session(zkl_client_t *c) {
     return -1;
   s->c = c;
   s->refs = 1;
-  zkl__batch_init(s);
+  pthread_mutex_init(&s->bmu, NULL); /* group commit's (batch.c) */
   s->zstate = ZOO_CONNECTING_STATE;
   s->zh = zookeeper_init2(c->hosts, session_watcher, c->timeout_req, NULL, s,
                           0, zk_log_sink);
   if (!s->zh) {
-    zkl__batch_fini(s);
+    pthread_mutex_destroy(&s->bmu);
     free(s);
     return -1;
   }
@@ -199,7 +199,7 @@ int zkl__new_session(zkl_client_t *c) {
       zoo_add_auth(s->zh, c->auth_scheme, c->auth, (int)strlen(c->auth),
                    on_auth, s) != ZOK) {
     zookeeper_close(s->zh);
-    zkl__batch_fini(s);
+    pthread_mutex_destroy(&s->bmu);
     free(s);
     return -1;
   }
@@ -264,11 +264,65 @@ void zkl__close_dead(zkl_client_t *c) {
   pthread_mutex_unlock(&c->mu);
   zookeeper_close(s->zh); /* flushes its completions with ZCLOSING */
   pthread_mutex_lock(&c->mu);
-  zkl__batch_fini(s);
+  pthread_mutex_destroy(&s->bmu);
   free(s);
 }
 
-/* ---- the ZOOKEEPER-4537 nudge (lib/zk/batch.c says why) --------------- */
+/* ---- the ZOOKEEPER-4537 nudge -------------------------------------------
+ *
+ * A write that stays out is nudged. Debian's 3.8.0 server has a missed
+ * wakeup (ZOOKEEPER-4537, fixed in 3.8.1): under load its leader may
+ * commit a write and not apply it until the session sends another
+ * request, and the C client sends no ping while a request is out, so the
+ * session dies of silence with every server idle. Group commit holds
+ * everything back behind the write in flight, so nothing else would come.
+ * When a write of the session has been out ZKL__NUDGE_MS (zk.h says why
+ * 50 ms), the event thread (zkl__session_nudge, below) sends one
+ * exists of "/" on the session, no watch: a request is all the server
+ * needs to apply the write, and its answer comes after the write's. At
+ * most one nudge is out per session, and another goes only ZKL__NUDGE_MS
+ * after the last, while a write is still out. Here, s->out_since says
+ * since when a write is out, and the first write of an idle session makes
+ * sure the event thread will look (zkl__session_nudge_timer). */
+
+/* A write left s with none out before (out_since is set): the event
+ * thread, which may sleep with no deadline, must look at s within
+ * ZKL__NUDGE_MS. A write with a function is issued under c->mu (by a step
+ * of the machine or the event thread), a waited-for one with no lock held
+ * (zk.h); under c->mu, the event thread is either before its look or
+ * asleep, so the broadcast is not lost. Writes group commit sends when
+ * a transaction is answered need none: one was out all along, and the event thread
+ * looks again until none is. */
+void zkl__session_nudge_timer(zkl__session_t *s, int locked) {
+  zkl_client_t *c = s->c;
+  int64_t due = zkl_now_ms() + ZKL__NUDGE_MS;
+  if (!locked)
+    pthread_mutex_lock(&c->mu);
+  if (!c->ev_wake_at || c->ev_wake_at > due)
+    pthread_cond_broadcast(&c->cv);
+  if (!locked)
+    pthread_mutex_unlock(&c->mu);
+}
+
+void zkl__session_write_out(zkl__session_t *s, int locked) {
+  int64_t now = zkl_now_ms();
+  int first;
+  pthread_mutex_lock(&s->bmu);
+  first = s->wout++ == 0;
+  if (first)
+    s->wout_since = now;
+  s->out_last = now;
+  pthread_mutex_unlock(&s->bmu);
+  if (first)
+    zkl__session_nudge_timer(s, locked);
+}
+
+void zkl__session_write_in(zkl__session_t *s) {
+  pthread_mutex_lock(&s->bmu);
+  if (s->wout > 0 && --s->wout == 0)
+    s->wout_since = 0;
+  pthread_mutex_unlock(&s->bmu);
+}
 
 static void on_nudged(int rc, const struct Stat *stat, const void *data) {
   zkl__session_t *s = (zkl__session_t *)data;
@@ -310,7 +364,7 @@ int64_t zkl__session_nudge(zkl__session_t *s, int64_t now) {
   } else if (s->out_last && now < s->out_last + ZKL__NUDGE_MS) {
     /* A write left lately: look again when it would be due. A client
      * that keeps writing then finds the event thread awake soon enough
-     * (nudge_timer) and wakes it not once per write, but we do once per
+     * (zkl__session_nudge_timer) and wakes it not once per write, but we do once per
      * ZKL__NUDGE_MS. */
     due = s->out_last + ZKL__NUDGE_MS;
   }

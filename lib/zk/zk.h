@@ -92,6 +92,14 @@ ZKL__HIDDEN int64_t zkl__lost_deadline(const zkl_client_t *c);
  * left or since the last nudge; returns when to look again (0: no write
  * out). */
 ZKL__HIDDEN int64_t zkl__session_nudge(zkl__session_t *s, int64_t now);
+/* The first write of an idle session s left (batch.c, or request.c's
+ * writes outside group commit): the event thread must look at s within
+ * ZKL__NUDGE_MS. `locked`: the caller holds c->mu. */
+ZKL__HIDDEN void zkl__session_nudge_timer(zkl__session_t *s, int locked);
+/* A write outside group commit leaves (out) or is answered (in): the
+ * nudge covers it too. */
+ZKL__HIDDEN void zkl__session_write_out(zkl__session_t *s, int locked);
+ZKL__HIDDEN void zkl__session_write_in(zkl__session_t *s);
 ZKL__HIDDEN void zkl__close_dead(zkl_client_t *c);
 /* ---- call.c and request.c: the record of a request, and every request -- */
 
@@ -219,15 +227,8 @@ ZKL__HIDDEN int zkl__batch_create_pair(zkl__call_t *call, zkl__call_t *pcall,
 ZKL__HIDDEN int zkl__batch_delete_pair(zkl__call_t *call, zkl__call_t *pcall,
                                        zkl__session_t *s, const char *path,
                                        const char *parent);
-/* A write that does not go through group commit leaves (out) or is
- * answered (in): the nudge covers it too (session.c). `locked`: the
- * caller holds c->mu. */
-ZKL__HIDDEN void zkl__batch_write_out(zkl__session_t *s, int locked);
-ZKL__HIDDEN void zkl__batch_write_in(zkl__session_t *s);
 ZKL__HIDDEN int zkl__batch_list(zkl__call_t *call, zkl__session_t *s,
                                 const char *path, zkl__call_t *create);
-ZKL__HIDDEN void zkl__batch_init(zkl__session_t *s);
-ZKL__HIDDEN void zkl__batch_fini(zkl__session_t *s);
 /* One transaction of s answered: send what waited for it. Tests call it
  * after taking a transaction slot themselves (s->inflight++) to make a
  * batch of what they issue meanwhile. */
