@@ -260,7 +260,8 @@ ZKL_EXTERN int zkl_client_session_timeout(const zkl_client_t *client);
 
 /*
  * Number of ZooKeeper requests this client has sent since it was created
- * (every create, read, delete and watch registration; not pings, nor the
+ * (every create, read, setData, delete and watch registration, each
+ * operation of a transaction counted; not pings, nor the
  * reads that nudge a write a server sits on, which like pings come only
  * with time). Lets a caller verify that reentrant calls cost no request.
  * Thread-safe.
@@ -422,14 +423,22 @@ typedef struct zkl_mutex_options {
 /*
  * Create a mutex object for lock `name` under opts->root on `client`.
  * Talks to nobody: parents are created on first use, as container nodes.
- * The lock's own parent is made in the same round trip as the object's
- * first node, which holds without a listing when it is the parent's first
- * (its sequence number 0: nobody can be before it). When this object made it and last found its node alone in
- * it, the object's first release deletes it in the same transaction as
+ * The lock's own parent <root>/<name>, when this object has not seen it,
+ * is made in the same transaction as the object's first node, as a plain
+ * (persistent) node with the data "zklock-parent": Debian's 3.8.0 C
+ * client cannot put a container in a transaction. That node holds
+ * without a listing when it is the parent's first (its sequence number
+ * 0: nobody can be before it), and its token comes from the transaction
+ * with no read. The server never sweeps a plain node, so whoever empties
+ * it deletes it. When this object made it and last found its node alone
+ * in it, the object's first release deletes it in the same transaction as
  * the node (a per-key lock used once leaves nothing behind), unless
  * someone has joined since; an object that holds again keeps it until
  * destroyed, and then deletes it unless someone has joined or deleted and
- * made it again (it is read first: then it is theirs). Two exceptions,
+ * made it again (it is read first: then it is theirs). An object that
+ * found such a parent made by someone else reads it when destroyed, and
+ * deletes it if it still says "zklock-parent" and is empty. A process
+ * killed in between leaves it to zkl_sweep() (zklock --sweep). Two exceptions,
  * where the parent is never deleted by this object: with ZKL_MUTEX_KAZOO
  * (see there); and once any listing of the queue by this object has shown
  * a node that is not <guid><marker><seq> with this object's own marker
@@ -636,9 +645,11 @@ ZKL_EXTERN int zkl_mutex_queue(zkl_client_t *client, const char *root,
 
 /*
  * Delete the lock parents under `root` that nobody uses: every child of
- * root that is a container node with no children, as the server itself
- * removes them, but at once rather than at its next sweep (once a minute,
- * at most znode.container.maxPerMinute). With older_than_ms > 0, only
+ * root whose data is "zklock-parent" (the parents zklock makes: containers,
+ * which the server removes itself, but only at its next sweep, once a
+ * minute, at most znode.container.maxPerMinute; and the plain ones a
+ * lock's first node is made with, which a killed process leaves for good)
+ * and that has no children. With older_than_ms > 0, only
  * those made or last written at least that long ago by the server's clock
  * (ctime, mtime) compared with this machine's. Persistent nodes are never
  * deleted: kazoo (and zklock's ZKL_MUTEX_KAZOO flavour) makes its lock's

@@ -129,14 +129,14 @@ static void send_join(zkl__acq_t *a, const char *full, const char *data,
   zkl__queue_t *q = a->q;
   /* the directory is read once per incarnation: a listing tells which */
   int read_dir = q->dir_data && !q->dir_czxid, rc;
-  /* A lock's plain directory this object has not seen goes in our node's
-   * very transaction (lean): per-key locks are mostly taken on keys never
-   * used before. A plain node, deleted by whoever empties it (release.c),
-   * for a container cannot go in one (batch.c), and alone it costs the
-   * ensemble a transaction per key. A semaphore's directory (its data
-   * says N) and kazoo's are made first, alone, in the same round trip.
-   * Whatever it answers (made, there already, not ours), the create tells. */
+  /* A directory this object has not seen goes in our node's transaction
+   * (lean): per-key locks are mostly taken on keys never used before. A
+   * plain node, deleted by whoever empties it (release.c): a container
+   * cannot go in one (batch.c), and alone costs a transaction per key.
+   * A semaphore's (its data says N) and kazoo's go first, alone, in the
+   * same round trip. Made, there already, not ours: the create tells. */
   int lean = !q->dir_seen && !q->dir_data && !(q->flags & ZKL__Q_KEEP_DIR);
+  r->lean = lean;
   r->s = zkl__session_get(q->c);
   zkl__prep(a, &r->gd);
   zkl__prep(a, &r->cr);
@@ -213,7 +213,7 @@ static void step_joined(zkl__acq_t *a) {
   int rc = r->cr.rc;
   int made = r->aux.done && r->aux.rc == ZOK;
   if (made) /* the directory, made first */
-    q->dir_made = r->aux.stat.czxid, r->made_dir = 1;
+    q->dir_made = r->aux.stat.czxid, r->made_dir = 1, q->dir_lean = r->lean;
   zkl__call_free(&r->aux);
   if (rc == ZOK) {
     q->dir_seen = 1;

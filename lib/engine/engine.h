@@ -62,6 +62,7 @@ struct zkl__queue {
   int64_t dir_made;
   int dir_alone;
   int dir_kept;
+  int dir_lean; /* the one we made went in our node's transaction */
   int dir_peer;
   /* and whether a look found it a plain node that may carry zklock's
    * mark (acquire.c, lean): someone's lock made it in its node's
@@ -414,6 +415,7 @@ struct zkl__run {
   uint64_t epoch;   /* c->conn_epoch when this look at the queue began */
   int have_list, fresh;
   int unlisted;        /* the join sent no listing (acquire.c first_born) */
+  int lean;            /* its directory went in its create's transaction */
   int made_dir;        /* this run made the queue's directory */
   zkl__call_t cr, ls, gd, aux, sy;
   zkl__session_t *s;   /* joining on it (a reference), until adopted */

@@ -59,7 +59,7 @@ static void step_mkdir_done(zkl__acq_t *a) {
   int rc = r->aux.rc == ZNODEEXISTS ? ZOK : r->aux.rc;
   if (r->aux.rc == ZOK && strlen(r->mk) == len &&
       !(a->q->flags & ZKL__Q_FLAT)) /* a flat lock's parent is not its dir */
-    a->q->dir_made = r->aux.stat.czxid, r->made_dir = 1;
+    a->q->dir_made = r->aux.stat.czxid, r->made_dir = 1, a->q->dir_lean = 0;
   zkl__call_free(&r->aux);
   if (rc == ZNONODE && strchr(r->mk + 1, '/')) {
     *strrchr(r->mk, '/') = '\0'; /* its parent first */

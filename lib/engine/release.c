@@ -149,10 +149,12 @@ static void send_delete(zkl__rel_t *rel) {
   /* A release that leaves the parent this object made empty takes it
    * along (when it is ours to take: dir_ours), in the same transaction:
    * per-key locks would otherwise leave the server a parent per key to
-   * sweep, at a bounded rate. Only on an object's first release: one taken
-   * again keeps its parent from then on (deleted at close, tidy_dir)
-   * rather than make it anew each time. */
-  rel->tidy = rel->judge && dir_ours(q) && !q->dir_kept;
+   * sweep, at a bounded rate. A container, only on an object's first
+   * release: one taken again keeps it from then on (deleted at close,
+   * tidy_dir) rather than make it anew, alone, each time. One made in our
+   * node's transaction (dir_lean) costs nothing to make again, and then
+   * our node is its first and holds without a listing. */
+  rel->tidy = rel->judge && dir_ours(q) && (!q->dir_kept || q->dir_lean);
   if (rel->judge)
     q->dir_kept = 1;
   if (rel->judge && (q->flags & ZKL__Q_FLAT)) {
