@@ -642,7 +642,7 @@ static int submit(zkl__session_t *s, bop_t *op, bop_t *op2) {
   int rc = ZOK, sent = 0, locked = op->call->fn != NULL;
   size_t bytes = strlen(op->path) + (size_t)(op->len > 0 ? op->len : 0);
   if (op2)
-    bytes += strlen(op2->path);
+    bytes += strlen(op2->path) + (size_t)(op2->len > 0 ? op2->len : 0);
   pthread_mutex_lock(&s->bmu);
   if (s->inflight < INFLIGHT_MAX && !s->queued && !op2) {
     s->inflight++;
