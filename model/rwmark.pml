@@ -14,15 +14,30 @@
  * hold is that W, while it believes it holds the lock exclusively, never
  * commits a guarded write after that (its check at the data version it
  * last found intact fails), and that it is told: the hold ends LOST.
+ * With LIVE, what must also hold is that R does not wait for ever once
+ * W's node is gone or no longer says "exclusive" (marked, or rewritten):
+ * R reads again on every change, and a hold lost to a rewrite deletes its
+ * node at once, even if its user never unlocks (STAY).
  *
  * Bounds (spin -DNAME=VALUE):
  *   GW         guarded writes W tries                                 [2]
  *   DOWNGRADE  W may downgrade (once)
  *   ROGUE      rewrites of W's node by someone else                   [1]
+ *   JUNK       a rewrite may also be data that is not the mark (someone
+ *              else's: R cannot go in on it)
+ *   STAY       W's user may never unlock (LOST or not)
+ *   LIVE       the liveness claim instead of the end-state check (run
+ *              pan with -a -f)
  * Guards removed (model/README.md, "Mutants"):
  *   BUG_IGNORE_CHANGE  on_verified takes rewritten data for ours (and
  *                      its version for the one to check)
  *   BUG_CHECK_ANY      the guarded write checks W's node at version -1
+ *   BUG_NO_REREAD      R's wait takes no notice of a change event (only
+ *                      a deletion would end it, and the watch is spent)
+ *   BUG_KEEP_NODE      a hold LOST to a rewrite keeps its node until its
+ *                      user unlocks (no zkl__defer_delete_now)
+ *   BUG_NO_REWATCH     own_event() does not read W's node again after a
+ *                      change, so its watch is not set again
  */
 
 #ifndef GW
@@ -31,11 +46,15 @@
 #ifndef ROGUE
 #define ROGUE 1
 #endif
+#ifndef STAY
+#define STAY 0
+#endif
 
 /* W's node's data, as a reply carries it: no node, or its data */
 #define NONODE 0
 #define PLAIN 1 /* zklock's header, as W wrote it */
 #define MARK 2  /* with the line "mode=read" */
+#define JUNKD 3 /* someone else's data: neither ours nor the mark */
 
 mtype = { EV_CHG, EV_DEL, R_GET };
 chan win = [3] of { mtype, byte, byte }; /* W's session, in order: events and replies */
@@ -47,6 +66,7 @@ byte nver = 0;      /* its data version */
 bool wwatch;        /* W's data watch on it, set at the server */
 bool rwatch;        /* R's */
 bool rheard;        /* R's watch fired */
+bool rwait = 1;     /* R waits: it has not gone in yet */
 
 /* W (its client's view, under c->mu) */
 #define HELD 1
@@ -59,6 +79,7 @@ bool wshared;       /* W downgraded: it holds shared */
 #define OWN_PENDING 1
 #define OWN_OK 2
 byte own = OWN_NONE;
+bool wdue = 1;      /* a->watch_due: the own-node watch is still to be set */
 
 /* R */
 bool rin;           /* R is in its critical section */
@@ -68,18 +89,23 @@ byte rogue_left = ROGUE;
 
 /* zkl__acq_data_intact(): the data is W's own (the mark only if W
  * may have written it); on_verified's use of it may be removed */
-#define INTACT(d) ((d) == PLAIN || wmarkread)
+#define INTACT(d) ((d) == PLAIN || ((d) == MARK && wmarkread))
 #ifdef BUG_IGNORE_CHANGE
 #define INTACT_EV(d) 1
 #else
 #define INTACT_EV(d) INTACT(d)
 #endif
 
-/* setData applied: the watches fire */
+/* setData applied: the watches fire (R's: zkl__path_watcher's
+ * ZKL__W_CHANGED, and step_wait_eval() reads again) */
 inline changed() {
   nver++;
   if :: wwatch -> wwatch = 0; win!EV_CHG, 0, 0 :: else fi;
+#ifdef BUG_NO_REREAD
+  if :: rwatch -> rwatch = 0 :: else fi
+#else
   if :: rwatch -> rwatch = 0; rheard = 1 :: else fi
+#endif
 }
 
 inline deleted() {
@@ -88,11 +114,14 @@ inline deleted() {
   if :: rwatch -> rwatch = 0; rheard = 1 :: else fi
 }
 
-/* zkl__lose() on a hold whose node is ours but rewritten: LOST, and the
- * node deleted at once (zkl__defer_delete_now) */
+/* zkl__lose_rewritten() on a hold whose node is ours but rewritten:
+ * LOST, and the node deleted at once (zkl__defer_delete_now), or the
+ * queue behind it would wait for its user's unlock */
 inline lose_rewritten() {
   wst = LOST;
+#ifndef BUG_KEEP_NODE
   if :: nexists -> deleted() :: else fi;
+#endif
   printf("MSC: W is told LOST: its data rewritten\n")
 }
 
@@ -112,8 +141,14 @@ proctype wclient() {
   byte d, v;
 end:
   do
-  /* zkl__acqs_watch_due() */
-  :: atomic { wst == HELD && own == OWN_NONE && !wshared -> watch_own() }
+  /* zkl__acqs_watch_due(): once, some time into the hold (without JUNK
+   * a node that has downgraded can only be rewritten with the mark, its
+   * own by then: watching it changes nothing, and is left out) */
+#ifdef JUNK
+  :: atomic { wdue && wst == HELD -> wdue = 0; watch_own() }
+#else
+  :: atomic { wdue && wst == HELD && !wshared -> wdue = 0; watch_own() }
+#endif
   :: atomic { win?m, d, v ->
        if
        :: m == EV_DEL -> /* own_event() */
@@ -122,7 +157,9 @@ end:
        :: m == EV_CHG -> /* own_event(): read again */
           printf("MSC: W hears its node's data changed\n");
           own = OWN_NONE;
+#ifndef BUG_NO_REWATCH
           if :: wst == HELD -> watch_own() :: else fi
+#endif
        :: m == R_GET -> /* on_verified() */
           printf("MSC: W reads its node: data %d, version %d\n", d, v);
           if
@@ -187,20 +224,34 @@ again: atomic {
 #ifdef DOWNGRADE
   :: !dg && wst == HELD ->
      /* zkl__queue_downgrade(): the mark ours before the write; setData
-      * at dversion, and on ZBADVERSION again at the version read if the
-      * data is intact (with the mark now ours, a forged mark is) */
+      * at version 0, and on ZBADVERSION (reread()) again at the version
+      * read if the data is intact (with the mark now ours, a forged mark
+      * is); not intact, the hold is lost (zkl__lose_rewritten), and
+      * rwlock.c's downgrade() releases it at once */
      dg = 1;
      wmarkread = 1;
      atomic {
        if
-       :: nexists -> ndata = MARK; changed(); wdv = nver; wshared = 1;
+       :: nexists && INTACT(ndata) -> ndata = MARK; changed(); wdv = nver; wshared = 1;
           printf("MSC: W downgrades\n")
+       :: nexists -> lose_rewritten()
        :: else -> wst = LOST
        fi
      }
+     if :: wst == LOST -> goto unlock :: else fi
 #endif
   :: break
   od;
+#if STAY > 0
+  /* the user never unlocks, whatever its hold's state */
+  if
+  :: atomic { printf("MSC: W's user never unlocks\n");
+end_stay:
+       false }
+  :: true
+  fi;
+#endif
+unlock:
   /* zkl_rwlock_unlock() -> remove_node(): read, delete, judge */
   atomic {
     if
@@ -227,10 +278,12 @@ proctype reader() {
        if
        :: !nexists || ndata == MARK ->
           rin = 1;
+          rwait = 0;
           ovl = wst == HELD && !wshared;
           printf("MSC: R goes in (W's node %d, data %d)\n", nexists, ndata);
           break
-       :: else -> rwatch = 1
+       :: else -> rwatch = 1;
+          printf("MSC: R reads W's node (data %d) and waits\n", ndata)
        fi
      }
      rheard /* the watch fired: read again */
@@ -245,6 +298,10 @@ end:
   do
   :: atomic { rogue_left > 0 && nexists -> rogue_left--; ndata = MARK; changed();
               printf("MSC: rogue writes mode=read into W's node\n") }
+#ifdef JUNK
+  :: atomic { rogue_left > 0 && nexists -> rogue_left--; ndata = JUNKD; changed();
+              printf("MSC: rogue writes its own data into W's node\n") }
+#endif
   od
 }
 #endif
@@ -260,8 +317,16 @@ init {
   }
 }
 
+#ifndef LIVE
 /* Nothing can move: W and R are done, W's node is gone. */
 active proctype quiet() {
   timeout ->
   assert(fin == 2 && !nexists)
 }
+#else
+/* R waits although W's node is gone, or says something other than W's
+ * exclusive data (the mark: R may go in; data not W's: W's hold is
+ * lost, and its node must go). R must not wait so for ever. */
+#define STARVED (rwait && (!nexists || ndata != PLAIN))
+ltl live { [] <> !STARVED }
+#endif

@@ -127,6 +127,11 @@ mutant-ml-yield-any|nonprogress|-DBUG_YIELD_ANY -DMULTIS=2 -DNESTED=1|$NPROG|-DN
 rw-mark|none|-DDOWNGRADE -DGW=3 -DROGUE=1|$SAFE|-DSAFETY|$RW
 mutant-rw-ignore-change|commit|-DBUG_IGNORE_CHANGE -DGW=2 -DROGUE=1|$SAFE|-DSAFETY|$RW
 mutant-rw-check-any|commit|-DBUG_CHECK_ANY -DGW=2 -DROGUE=1|$SAFE|-DSAFETY|$RW
+rw-mark-junk|none|-DDOWNGRADE -DJUNK -DGW=3 -DROGUE=2|$SAFE|-DSAFETY|$RW
+rw-liveness|none|-DLIVE -DDOWNGRADE -DJUNK -DSTAY=1 -DGW=2 -DROGUE=2|$LIVE|-DNFAIR=3|$RW
+mutant-rw-no-reread|cycle|-DBUG_NO_REREAD -DLIVE -DDOWNGRADE -DJUNK -DSTAY=1 -DGW=1 -DROGUE=1|$LIVE|-DNFAIR=3|$RW
+mutant-rw-keep-node|cycle|-DBUG_KEEP_NODE -DLIVE -DDOWNGRADE -DJUNK -DSTAY=1 -DGW=1 -DROGUE=1|$LIVE|-DNFAIR=3|$RW
+mutant-rw-no-rewatch|cycle|-DBUG_NO_REWATCH -DLIVE -DDOWNGRADE -DJUNK -DSTAY=1 -DGW=1 -DROGUE=1|$LIVE|-DNFAIR=3|$RW
 semaphore-safety|none|-DM=3 -DCYCLES=2 -DGIVEUP=1 -DEXPIRE=1 -DLOSTMARK=1|$SAFE|-DSAFETY|$SEM
 semaphore-agree|none|-DM=3 -DL2=3 -DROGUE=1 -DREAP=1|$SAFE|-DSAFETY|$SEM
 semaphore-liveness|none|-DLIVE -DM=4 -DSTAY=1 -DLOSTMARK=1|$LIVE|-DNFAIR=3|$SEM
@@ -194,6 +199,7 @@ deep-semaphore-liveness|none|-DLIVE -DM=4 -DSTAY=1 -DLOSTMARK=1 -DGIVEUP=1 -DEXP
 redundant-semaphore-no-dir|none|-DBUG_NO_DIR -DM=4 -DL2=3 -DL3=1 -DGIVEUP=1 -DEXPIRE=1|$DSAFE|$DC|$SEM
 deep-revoke-relay|none|-DGW=3 -DGC=2 -DREVOKERS=2 -DOWNW=1|$DSAFE|$DC|$RV
 deep-revoke-downgrade|none|-DGW=3 -DGC=2 -DREVOKERS=2 -DOWNW=2|$DSAFE|$DC|$RV
+deep-rw-liveness|none|-DLIVE -DDOWNGRADE -DJUNK -DSTAY=1 -DGW=3 -DROGUE=3|$DLIVE|-DNFAIR=3 -DMEMLIM=6000|$RW
 deep-gc-lost-creators|none|-DCREATORS=2 -DDELETER=1 -DPAIR=0 -DFAULTS=2 -DCONN=1|$DSAFE|$DC|$GC
 deep-gc-lost|none|-DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=1 -DCONN=1|$DSAFE|$DC|$GC
 deep-gc-faults|none|-DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=2 -DCONN=1|$DSAFE|$DC|$GC
