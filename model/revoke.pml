@@ -54,6 +54,9 @@
  *                   (no exists again): no forced delete
  *   BUG_NO_REREAD   own_event() does not read N0 again after a change,
  *                   so H's watch is not set again
+ *   BUG_F9          (with WAITED) the code before F9's fix: a request
+ *                   read while H still waits is not kept, and the hold
+ *                   that follows starts HELD, its watch already on
  */
 
 #ifndef GW
@@ -196,8 +199,14 @@ end:
           printf("MSC: H's own-node watch reads N0: version %d, data %d\n", v, d);
           hdv = v;
           if :: own == OWN_PENDING -> own = OWN_OK :: else fi;
+          /* a waiter's request too (F9's fix): kept, and settle()
+           * tells the hold of it as it begins */
           if
+#ifdef BUG_F9
           :: hst == HELD && (d & (RQ(0) | RQ(1))) && !rasked ->
+#else
+          :: hst != LOST && (d & (RQ(0) | RQ(1))) && !rasked ->
+#endif
              rasked = 1; printf("MSC: H reads a revoke line: REVOKE_REQUESTED\n")
           :: else
           fi

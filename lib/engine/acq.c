@@ -232,12 +232,16 @@ static void on_verified(zkl__call_t *call) {
       a->own_watch = ZKL__OWN_OK;
     if (!mine && a->own_watch == ZKL__OWN_PENDING)
       a->own_watch = ZKL__OWN_NONE;
+    /* a waiter's request too (F9): a revoker asks the node its listing
+     * shows first, maybe before we heard it is our turn, and the hold
+     * that follows keeps this watch and reads the node no more; run.c's
+     * settle() tells it */
+    if (mine && !a->revoke_asked &&
+        zkl__revoke_asked(call->data, (size_t)call->data_len)) {
+      a->revoke_asked = 1;
+      zkl__post_log(c, ZKL_LOG_INFO, "%s: revocation requested", a->path);
+    }
     if (is_hold(a)) {
-      if (mine && !a->revoke_asked &&
-          zkl__revoke_asked(call->data, (size_t)call->data_len)) {
-        a->revoke_asked = 1;
-        zkl__post_log(c, ZKL_LOG_INFO, "%s: revocation requested", a->path);
-      }
       if (mine && c->state == ZKL_CLIENT_CONNECTED)
         zkl__set_state(c, a, zkl__held_state(a));
       else if (rewritten)

@@ -128,7 +128,8 @@ struct zkl__acq {
    * event of that delete is no loss (under c->mu). */
   int self_delete;
   /* Someone asked for this hold back (a "revoke=" line in our node's
-   * data, read by the own-node watch): the hold's state is then
+   * data, read by the own-node watch, perhaps while we still waited for
+   * the hold): the hold's state is then
    * REVOKE_REQUESTED instead of HELD, and its loss ZKL_EREVOKED (under
    * c->mu). */
   int revoke_asked;

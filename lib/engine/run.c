@@ -65,6 +65,12 @@ static int settle(zkl__acq_t *a, int wait) {
     zkl__set_state(c, a,
                    c->state == ZKL_CLIENT_CONNECTED ? ZKL_STATE_HELD
                                                     : ZKL_STATE_AT_RISK);
+    /* asked while we waited (F9, acq.c on_verified()): our watch read
+     * the request then and reads the node again only if it changes;
+     * told now, after HELD, as a request read in the hold's first
+     * moment would be */
+    if (c->state == ZKL_CLIENT_CONNECTED)
+      zkl__set_state(c, a, zkl__held_state(a));
     zkl__schedule_node_watch(c, a);
     if (relay_due)
       zkl__relay(q, a);

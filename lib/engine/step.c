@@ -172,6 +172,7 @@ void zkl__drop_node(zkl_client_t *c, zkl__acq_t *a) {
   a->sess = NULL;
   a->session_lost = 0;
   a->revoked = 0;
+  a->revoke_asked = 0; /* asked of the node dropped */
   a->own_watch = ZKL__OWN_NONE;
 }
 
