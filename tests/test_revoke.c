@@ -1,8 +1,10 @@
 /* test_revoke.c: revocation against a real ensemble (ZKL_TEST_SERVERS):
- * the holder hears the request, the request keeps what the node's data
- * said, a holder that does not release in time is forced out and told
- * apart, a waiter is cancelled, and leases and Curator's request work
- * too. */
+ * the holder hears the request, even one that reached its node before
+ * the hold began, the request keeps what the node's data said, a holder
+ * that does not release in time is forced out and told apart, a waiter
+ * is cancelled, and leases and Curator's request work too. */
+#include <stdatomic.h>
+
 #include "admin.h"
 
 static int saw(struct states *s, int state) {
@@ -326,6 +328,83 @@ static void test_downgrade_keeps_request(void) {
   zkl_client_destroy(r);
 }
 
+struct holder {
+  zkl_mutex_t *m;
+  int rc, unlock_rc;
+  atomic_int release;
+};
+
+static void *hold_thread(void *arg) {
+  struct holder *h = arg;
+  h->rc = zkl_mutex_lock(h->m);
+  while (h->rc == ZKL_OK && !atomic_load(&h->release))
+    usleep(10 * 1000);
+  if (h->rc == ZKL_OK)
+    h->unlock_rc = zkl_mutex_unlock(h->m);
+  return NULL;
+}
+
+/* F9, found by model/revoke.pml: a request written into a node whose
+ * owner still waits. A revoker asks the node its listing shows first,
+ * which may be before the owner's client has heard of its predecessor's
+ * release; the owner's own-node watch, set while it waited, then reads the
+ * request before the hold begins. The request was dropped there (not a
+ * hold yet), and the hold began HELD with that watch on: nothing read the
+ * node again, so a holder asked with grace -1 never heard. Here the
+ * request is written the way ask() writes it while the waiter surely
+ * waits; the hold must turn REVOKE_REQUESTED as it begins. */
+static void test_asked_while_waiting(void) {
+  zkl_client_t *c = client(10000), *c2 = client(10000);
+  struct states st = {PTHREAD_MUTEX_INITIALIZER, {0}, 0};
+  struct holder h = {0};
+  zkl_mutex_t *m;
+  zkl_contender_t *list = NULL;
+  size_t n = 0;
+  char node[256] = "", buf[2048], nd[2100];
+  const char *line = "revoke=f9-test,-1\n";
+  struct Stat stat;
+  int len = sizeof buf, header = 0;
+  pthread_t t;
+  new_root();
+  m = mutex(c, "waiting");
+  h.m = mutex_with(c2, "waiting", 0, &st);
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  pthread_create(&t, NULL, hold_thread, &h);
+  QUEUED("waiting", 2);
+  CHECK_RC(zkl_mutex_queue(c, root, "waiting", &list, &n), ZKL_OK);
+  CHECK_INT(n, ==, 2);
+  if (n == 2)
+    snprintf(node, sizeof node, "%s/waiting/%s", root, list[1].node);
+  zkl_contenders_free(list, n);
+  usleep(300 * 1000); /* the waiter's own node is watched */
+  admin_sync(node);
+  CHECK_INT(zoo_get(admin, node, 0, buf, &len, &stat), ==, ZOK);
+  CHECK(len >= 9 && (size_t)len + strlen(line) <= sizeof nd &&
+        memcmp(buf, "zklock 1\n", 9) == 0);
+  if (len >= 9 && (size_t)len + strlen(line) <= sizeof nd) {
+    /* ask()'s merge: the request after the magic line */
+    memcpy(nd, buf, 9);
+    memcpy(nd + 9, line, strlen(line));
+    memcpy(nd + 9 + strlen(line), buf + 9, (size_t)len - 9);
+    CHECK_INT(zoo_set(admin, node, nd, len + (int)strlen(line), stat.version),
+              ==, ZOK);
+  }
+  usleep(300 * 1000); /* the waiter's watch read it */
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  WAIT_FOR(saw(&st, ZKL_STATE_REVOKE_REQUESTED), 3000);
+  CHECK(saw(&st, ZKL_STATE_REVOKE_REQUESTED));
+  CHECK_INT(requests(node, &header), ==, 1);
+  atomic_store(&h.release, 1);
+  pthread_join(t, NULL);
+  CHECK_RC(h.rc, ZKL_OK);
+  CHECK_RC(h.unlock_rc, ZKL_OK);
+  CHECK_INT(queue_count("waiting"), ==, 0);
+  zkl_mutex_destroy(m);
+  zkl_mutex_destroy(h.m);
+  zkl_client_destroy(c);
+  zkl_client_destroy(c2);
+}
+
 int main(void) {
   root_tag = "zklrevoke";
   admin_open();
@@ -338,6 +417,7 @@ int main(void) {
   RUN(test_leases);
   RUN(test_curator_request_and_unwatched);
   RUN(test_downgrade_keeps_request);
+  RUN(test_asked_while_waiting);
   admin_close();
   return CHECK_DONE();
 }
