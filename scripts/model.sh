@@ -205,10 +205,10 @@ deep-semaphore-liveness|none|-DLIVE -DM=4 -DSTAY=1 -DLOSTMARK=1 -DGIVEUP=1 -DEXP
 redundant-semaphore-no-dir|none|-DBUG_NO_DIR -DM=4 -DL2=3 -DL3=1 -DGIVEUP=1 -DEXPIRE=1|$DSAFE|$DC|$SEM
 deep-revoke-relay|none|-DGW=3 -DGC=2 -DREVOKERS=2 -DOWNW=1|$DSAFE|$DC|$RV
 deep-revoke-downgrade|none|-DGW=3 -DGC=2 -DREVOKERS=2 -DOWNW=2|$DSAFE|$DC|$RV
-deep-revoke-waited|none|-DWAITED -DGW=2 -DGC=1 -DREVOKERS=2 -DOWNW=2|$DSAFE|$DC|$RV
+deep-revoke-waited|none|-DWAITED -DGW=3 -DGC=2 -DREVOKERS=2 -DOWNW=2|$DSAFE|$DC|$RV
 deep-revoke-liveness-forced|none|-DLIVE -DGRACE=1 -DSTAY=1 -DGW=1 -DGC=1 -DREVOKERS=2 -DOWNW=2|$DLIVE|-DNFAIR=3 -DMEMLIM=6000|$RV
 deep-revoke-liveness-waited|none|-DWAITED -DLIVE -DGRACE=1 -DSTAY=1 -DCOOP=1 -DGW=2 -DGC=1 -DREVOKERS=2 -DOWNW=2|$DLIVE|-DNFAIR=3 -DMEMLIM=6000|$RV
-deep-rw-liveness|none|-DLIVE -DDOWNGRADE -DJUNK -DSTAY=1 -DGW=3 -DROGUE=3|$DLIVE|-DNFAIR=3 -DMEMLIM=6000|$RW
+deep-rw-liveness|none|-DLIVE -DDOWNGRADE -DJUNK -DSTAY=1 -DGW=4 -DROGUE=4|$DLIVE|-DNFAIR=3 -DMEMLIM=6000|$RW
 deep-gc-lost-creators|none|-DCREATORS=2 -DDELETER=1 -DPAIR=0 -DFAULTS=2 -DCONN=1|$DSAFE|$DC|$GC
 deep-gc-lost|none|-DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=1 -DCONN=1|$DSAFE|$DC|$GC
 deep-gc-faults|none|-DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=2 -DCONN=1|$DSAFE|$DC|$GC
