@@ -414,6 +414,61 @@ static void test_sweep(void) {
   zkl_client_destroy(c);
 }
 
+/* A plain parent zklock did not make in this object: one with zklock's
+ * mark that a killed process left (a fresh one, and one that had nodes
+ * before) is deleted by the next object that uses it, once it is closed;
+ * one with other data (a rogue's, or a user's node), or one where another
+ * library's node was seen, is never deleted. */
+static void test_lean_parent_leftovers(void) {
+  zkl_client_t *c = client(10000);
+  zkl_mutex_t *m;
+  const char *names[] = {"fresh", "used", "foreign", "peer"};
+  const char *data[] = {"zklock-parent", "zklock-parent", "zklock-parenx",
+                        "zklock-parent"};
+  char p[512], made[512];
+  int i;
+  new_root();
+  CHECK_INT(zoo_create(admin, root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),
+            ==, ZOK);
+  for (i = 0; i < 4; i++) {
+    snprintf(p, sizeof p, "%s/%s", root, names[i]);
+    CHECK_INT(zoo_create(admin, p, data[i], 13, &ZOO_OPEN_ACL_UNSAFE, 0, NULL,
+                         0),
+              ==, ZOK);
+  }
+  /* "used": a node came and went (its cversion moved: ours is not 0) */
+  snprintf(p, sizeof p, "%s/used/x", root);
+  CHECK_INT(zoo_create(admin, p, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),
+            ==, ZOK);
+  CHECK_INT(zoo_delete(admin, p, -1), ==, ZOK);
+  for (i = 0; i < 3; i++) {
+    m = mutex(c, names[i]);
+    CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+    CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+    CHECK_INT(queue_len(names[i]), ==, 0); /* not at release */
+    zkl_mutex_destroy(m);
+    if (i < 2) {
+      WAIT_FOR(queue_len(names[i]) == -1, 5000); /* at close */
+      CHECK_INT(queue_len(names[i]), ==, -1);
+    }
+  }
+  /* another library's node is seen in "peer" */
+  snprintf(p, sizeof p,
+           "%s/peer/_c_6f1c2a3e-2b4d-4c1a-9e0f-1234567890ab-lock-", root);
+  CHECK_INT(zoo_create(admin, p, "curator", 7, &ZOO_OPEN_ACL_UNSAFE,
+                       ZOO_EPHEMERAL | ZOO_SEQUENCE, made, sizeof made),
+            ==, ZOK);
+  m = mutex(c, "peer");
+  CHECK_RC(zkl_mutex_trylock(m), ZKL_EBUSY);
+  CHECK_INT(zoo_delete(admin, made, -1), ==, ZOK);
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  zkl_mutex_destroy(m);
+  zkl_client_destroy(c); /* which waits for any delete of a parent */
+  CHECK_INT(queue_len("foreign"), ==, 0);
+  CHECK_INT(queue_len("peer"), ==, 0);
+}
+
 static void test_fifo(void) {
   enum { N = 4 };
   zkl_client_t *h = client(10000), *cl[N];
@@ -828,6 +883,7 @@ int main(void) {
   RUN(test_release_takes_parent);
   RUN(test_first_born_holds_without_listing);
   RUN(test_sweep);
+  RUN(test_lean_parent_leftovers);
   RUN(test_fifo);
   RUN(test_threads_exclude);
   RUN(test_bad_input);
