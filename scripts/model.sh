@@ -61,6 +61,9 @@ kind_re() {
   listing) echo 'assertion violated lsaw' ;;         # a listing that does not see its create
   answer) echo 'assertion violated \(+ans\[' ;;      # a call answered twice
   freed) echo 'assertion violated bok' ;;            # an op's transaction used once freed (C: use after free)
+  pforeign) echo 'assertion violated pdelok' ;;      # a lock parent deleted that was neither made by us nor marked
+  porphan) echo 'assertion violated +!\(pleft\)' ;;  # an empty marked parent left when every object is gone
+  ptoken) echo 'assertion violated \(token>last_token\)' ;; # a holder's token not above the last one
   *) echo "model.sh: unknown kind $1" >&2; echo '^$never' ;;
   esac
 }
@@ -83,6 +86,7 @@ RW=rwmark.pml
 SEM=semaphore.pml
 RV=revoke.pml
 GC=groupcommit.pml
+LP=leanparent.pml
 # a copy of a name matters only while a create's reply is lost: RDURING
 COPY="-DROGUE=1 -DRCOPY=1 -DRPLANT=0 -DRDELETE=0 -DRREPLACE=0 -DRDURING"
 
@@ -173,6 +177,14 @@ gc-late-listing|none|-DLATELIST -DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=1|$SA
 mutant-gc-f7-late-listing|listing+answer+freed|-DBUG_F7 -DLATELIST -DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=1|$SAFE|-DSAFETY|$GC
 gc-refused|none|-DREFUSE=1 -DCREATORS=1 -DDELETER=1 -DPAIR=1 -DFAULTS=0|$SAFE|-DSAFETY|$GC
 mutant-gc-f8-refused|freed|-DBUG_F8 -DREFUSE=1 -DCREATORS=1 -DDELETER=1 -DPAIR=1 -DFAULTS=0|$SAFE|-DSAFETY|$GC
+lean-parent|none|-DROGUE=1|$SAFE|-DSAFETY|$LP
+lean-parent-crash|none|-DROGUE=1 -DCRASH=1|$SAFE|-DSAFETY|$LP
+lean-parent-cycles|none|-DROGUE=1 -DCYC=3|$SAFE|-DSAFETY|$LP
+limit-lean-replant|pforeign|-DROGUE=2|$SAFE|-DSAFETY|$LP
+mutant-lean-any-version|pforeign|-DBUG_ANY_VERSION -DROGUE=1|$SAFE|-DSAFETY|$LP
+mutant-lean-no-mark|pforeign|-DBUG_TIDY_NO_MARK -DROGUE=1|$SAFE|-DSAFETY|$LP
+mutant-lean-no-close-tidy|porphan|-DBUG_NO_CLOSE_TIDY -DROGUE=1|$SAFE|-DSAFETY|$LP
+mutant-lean-probe-stale|ptoken|-DBUG_PROBE_STALE -DROGUE=0|$SAFE|-DSAFETY|$LP
 "
 # Larger bounds: each check a few minutes and a few GB at most. deep-expiry
 # stores states hash-compacted (-DHC4: a state is missed only on a 64-bit
@@ -209,6 +221,7 @@ deep-revoke-waited|none|-DWAITED -DGW=3 -DGC=2 -DREVOKERS=2 -DOWNW=2|$DSAFE|$DC|
 deep-revoke-liveness-forced|none|-DLIVE -DGRACE=1 -DSTAY=1 -DGW=1 -DGC=1 -DREVOKERS=2 -DOWNW=2|$DLIVE|-DNFAIR=3 -DMEMLIM=6000|$RV
 deep-revoke-liveness-waited|none|-DWAITED -DLIVE -DGRACE=1 -DSTAY=1 -DCOOP=1 -DGW=2 -DGC=1 -DREVOKERS=2 -DOWNW=2|$DLIVE|-DNFAIR=3 -DMEMLIM=6000|$RV
 deep-rw-liveness|none|-DLIVE -DDOWNGRADE -DJUNK -DSTAY=1 -DGW=4 -DROGUE=4|$DLIVE|-DNFAIR=3 -DMEMLIM=6000|$RW
+deep-lean-parent|none|-DROGUE=1 -DCYC=4 -DCRASH=1|$DSAFE|$DC|$LP
 deep-gc-lost-creators|none|-DCREATORS=2 -DDELETER=1 -DPAIR=0 -DFAULTS=2 -DCONN=1|$DSAFE|$DC|$GC
 deep-gc-lost|none|-DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=1 -DCONN=1|$DSAFE|$DC|$GC
 deep-gc-faults|none|-DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=2 -DCONN=1|$DSAFE|$DC|$GC

@@ -359,6 +359,7 @@ static void on_dir_done(zkl__call_t *call) {
  * it along; any other directory is somebody else's. */
 static void on_dir_read(zkl__call_t *call) {
   dir_delete_t *d = call->ctx;
+  int v;
   int ours = d->czxid ? call->stat.czxid == d->czxid
                       : call->stat.ephemeralOwner == 0 &&
                             zkl__dir_marked(call->data, call->data_len);
@@ -366,9 +367,13 @@ static void on_dir_read(zkl__call_t *call) {
     on_dir_done(call);
     return;
   }
+  v = call->stat.version;
   zkl__call_free(call); /* the mark read */
   zkl__call_init_fn(call, call->c, on_dir_done, d);
-  if (zkl__delete(call, d->s, d->path) != ZOK)
+  /* at the version read: a parent deleted and made again in between by
+   * someone else (a plain create leaves version 0; ours, made with its
+   * setData, is at 1) is not the one we read */
+  if (zkl__delete_at(call, d->s, d->path, v) != ZOK)
     on_dir_done(call);
 }
 

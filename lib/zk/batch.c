@@ -76,6 +76,7 @@ struct zkl__bop {
   zkl__session_t *s;
   zkl__call_t *call;
   int kind, flags, len;
+  int version; /* a delete's: the node's data version, or -1 (any) */
   char *path, *data;
   char *out; /* create: the name made */
   int outlen;
@@ -415,7 +416,7 @@ static int send_batch(zkl__session_t *s, batch_t *b) {
   for (op = b->ops, i = 0; op; op = op->next) {
     op->zi = i;
     if (op->kind == BOP_DELETE) {
-      zoo_delete_op_init(&b->zops[i++], op->path, -1);
+      zoo_delete_op_init(&b->zops[i++], op->path, op->version);
       continue;
     }
     free(op->out);
@@ -446,7 +447,7 @@ static int send_batch(zkl__session_t *s, batch_t *b) {
 /* Under s->bmu: sends op alone. */
 static int send_single(zkl__session_t *s, bop_t *op) {
   if (op->kind == BOP_DELETE)
-    return zoo_adelete(s->zh, op->path, -1, on_single_void, op);
+    return zoo_adelete(s->zh, op->path, op->version, on_single_void, op);
   return zoo_acreate2(s->zh, op->path, op->data, op->len, s->c->acl,
                       op->flags, on_single_create, op);
 }
@@ -685,6 +686,7 @@ static bop_t *bop_new(zkl__call_t *call, zkl__session_t *s, int kind,
   op->call = call;
   op->kind = kind;
   op->len = -1;
+  op->version = -1;
   if (!(op->path = zkl__strdup(path))) {
     free(op);
     return NULL;
@@ -709,10 +711,13 @@ int zkl__batch_create(zkl__call_t *call, zkl__session_t *s, const char *path,
   return submit(s, op, NULL);
 }
 
-int zkl__batch_delete(zkl__call_t *call, zkl__session_t *s,
-                      const char *path) {
+int zkl__batch_delete(zkl__call_t *call, zkl__session_t *s, const char *path,
+                      int version) {
   bop_t *op = bop_new(call, s, BOP_DELETE, path);
-  return op ? submit(s, op, NULL) : ZSYSTEMERROR;
+  if (!op)
+    return ZSYSTEMERROR;
+  op->version = version;
+  return submit(s, op, NULL);
 }
 
 int zkl__batch_delete_pair(zkl__call_t *call, zkl__call_t *pcall,

@@ -109,7 +109,12 @@ int zkl__exists_watch(zkl__call_t *call, zkl__session_t *s, const char *path) {
 }
 
 int zkl__delete(zkl__call_t *call, zkl__session_t *s, const char *path) {
-  return zkl__issued(call, zkl__batch_delete(call, s, path));
+  return zkl__issued(call, zkl__batch_delete(call, s, path, -1));
+}
+
+int zkl__delete_at(zkl__call_t *call, zkl__session_t *s, const char *path,
+                   int version) {
+  return zkl__issued(call, zkl__batch_delete(call, s, path, version));
 }
 
 int zkl__delete_with_parent(zkl__call_t *call, zkl__call_t *pcall,

@@ -170,6 +170,9 @@ ZKL__HIDDEN int zkl__exists_watch(zkl__call_t *call, zkl__session_t *s,
                                   const char *path);
 ZKL__HIDDEN int zkl__delete(zkl__call_t *call, zkl__session_t *s,
                             const char *path);
+/* delete, if the node's data version is still `version` */
+ZKL__HIDDEN int zkl__delete_at(zkl__call_t *call, zkl__session_t *s,
+                               const char *path, int version);
 /* path and its parent `dir`, one transaction (zkl__batch_delete_pair):
  * pcall gets the parent's code. */
 ZKL__HIDDEN int zkl__delete_with_parent(zkl__call_t *call, zkl__call_t *pcall,
@@ -210,8 +213,9 @@ ZKL__HIDDEN int zkl__children_after(zkl__call_t *call, zkl__session_t *s,
 ZKL__HIDDEN int zkl__batch_create(zkl__call_t *call, zkl__session_t *s,
                                   const char *path, const char *data,
                                   int len, int flags);
+/* version: the node's data version, or -1 (any) */
 ZKL__HIDDEN int zkl__batch_delete(zkl__call_t *call, zkl__session_t *s,
-                                  const char *path);
+                                  const char *path, int version);
 /* Creates parent (persistent, data ZKL__DIR_MARK, and a setData of it in
  * the same transaction, whose stat is the transaction's zxid) and then
  * path in one transaction: the parent never alone, and path alone, once
