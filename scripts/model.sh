@@ -2,8 +2,8 @@
 # model.sh: check the spin models of the queue protocol (model/zklock.pml),
 # the multi-lock's giving way (model/multilock.pml), the read-write
 # lock's downgrade mark (model/rwmark.pml), the counting semaphore
-# (model/semaphore.pml), revocation (model/revoke.pml) and group commit
-# (model/groupcommit.pml).
+# (model/semaphore.pml), revocation (model/revoke.pml), group commit
+# (model/groupcommit.pml) and the flat lock (model/flat.pml).
 #
 #   bash scripts/model.sh           the bounded checks (make check runs these)
 #   bash scripts/model.sh --deep    those and larger bounds, for humans
@@ -41,11 +41,11 @@ cc=${MODEL_CC:-cc}
 # What a counterexample must show: a kind, and what pan prints for it.
 kind_re() {
   case $1 in
-  excl) echo 'assertion violated.*(incs\[j\]|peer_holds|holders\[|lholders)' ;; # two holders (semaphore: more than N, or two N)
+  excl) echo 'assertion violated.*(incs\[j\]|peer_holds|holders\[|lholders|held\[\(1-c\)\])' ;; # two holders (semaphore: more than N, or two N)
   unlock) echo 'assertion violated.*judged' ;;       # unlock said OK for a node not ours
   orphan) echo 'assertion violated.*(salive\[nown|!\(left\))' ;; # a node left behind
   stuck) echo 'assertion violated \(+fin==' ;;        # nothing can move, someone not done
-  foreign) echo 'assertion violated \(\(nown\[t\]==' ;; # a delete of a node not ours
+  foreign) echo 'assertion violated \(\((nown\[t\]|kby==c)' ;; # a delete of a node not ours
   cycle) echo 'acceptance cycle' ;;                  # an acquisition that never ends
   nonprogress) echo 'non-progress cycle' ;;          # nobody ever holds again (livelock)
   partial) echo 'assertion violated allmine' ;;      # a multi-lock held with a member's node gone
@@ -54,7 +54,7 @@ kind_re() {
   overwrite) echo 'assertion violated \(+dirN==0' ;;  # a semaphore directory's max=N overwritten
   fenced) echo 'assertion violated \( *!\(forced\)' ;; # a revoked holder's guarded write committed
   revline) echo 'assertion violated \(+ndata&asked' ;; # a revoker's line gone from the holder's data
-  token) echo 'assertion violated \(+ncrA' ;;        # two creates in one directory in one transaction
+  token) echo 'assertion violated \(+(ncrA|tok\[c\]>lasttok)' ;; # two creates in one transaction; flat: a token not above the last
   twice) echo 'assertion violated +!\(once\[' ;;     # an op applied twice
   once) echo 'assertion violated.*ownerr\[' ;;       # an op failed for another op's fault, or never applied
   pair) echo 'assertion violated pairok' ;;          # a parent deleted without its node's delete before it
@@ -87,6 +87,7 @@ SEM=semaphore.pml
 RV=revoke.pml
 GC=groupcommit.pml
 LP=leanparent.pml
+FL=flat.pml
 # a copy of a name matters only while a create's reply is lost: RDURING
 COPY="-DROGUE=1 -DRCOPY=1 -DRPLANT=0 -DRDELETE=0 -DRREPLACE=0 -DRDURING"
 
@@ -185,6 +186,17 @@ mutant-lean-any-version|pforeign|-DBUG_ANY_VERSION -DROGUE=1|$SAFE|-DSAFETY|$LP
 mutant-lean-no-mark|pforeign|-DBUG_TIDY_NO_MARK -DROGUE=1|$SAFE|-DSAFETY|$LP
 mutant-lean-no-close-tidy|porphan|-DBUG_NO_CLOSE_TIDY -DROGUE=1|$SAFE|-DSAFETY|$LP
 mutant-lean-probe-stale|ptoken|-DBUG_PROBE_STALE -DROGUE=0|$SAFE|-DSAFETY|$LP
+flat-safety|none|-DCYCLES=3 -DROGUE=2 -DLOSTREPLY=2|$SAFE|-DSAFETY|$FL
+flat-shared|none|-DSHARED -DCYCLES=3 -DROGUE=2 -DLOSTREPLY=2|$SAFE|-DSAFETY|$FL
+flat-liveness|none|-DLIVE -DCYCLES=3 -DLOSTREPLY=2|$LIVE|-DNFAIR=3|$FL
+flat-liveness-rogue|none|-DLIVE -DSHARED -DROGUE=2 -DLOSTREPLY=2|$LIVE|-DNFAIR=3|$FL
+flat-limit-window|foreign|-DRWINDOW -DROGUE=1|$SAFE|-DSAFETY|$FL
+redundant-flat-guid|none|-DBUG_ADOPT_OWNER -DCYCLES=3 -DROGUE=2 -DLOSTREPLY=2|$SAFE|-DSAFETY|$FL
+mutant-flat-blind-unlock|foreign+unlock|-DBUG_BLIND_UNLOCK -DROGUE=1|$SAFE|-DSAFETY|$FL
+mutant-flat-adopt-owner|excl|-DBUG_ADOPT_OWNER -DSHARED -DLOSTREPLY=1|$SAFE|-DSAFETY|$FL
+mutant-flat-adopt-any|excl|-DBUG_ADOPT_ANY -DLOSTREPLY=1|$SAFE|-DSAFETY|$FL
+mutant-flat-token-later|token+excl|-DBUG_TOKEN_LATER -DROGUE=1|$SAFE|-DSAFETY|$FL
+mutant-flat-no-watch-wait|cycle|-DBUG_NO_WATCH_WAIT -DLIVE|$LIVE|-DNFAIR=3|$FL
 "
 # Larger bounds: each check a few minutes and a few GB at most. deep-expiry
 # stores states hash-compacted (-DHC4: a state is missed only on a 64-bit
