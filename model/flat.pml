@@ -16,13 +16,14 @@
  *
  * Bounds (spin -DNAME=VALUE):
  *   CYCLES     lock/unlock cycles per client                        [2]
- *   ROGUE      the rogue's deletes, creates and replaces of K       [1]
+ *   ROGUE      the rogue's deletes, creates and replaces of K       [0]
  *   LOSTREPLY  creates whose reply is lost (applied or not)         [0]
  *   SHARED     both clients on one session
  *   RWINDOW    the rogue may also act between an unlock's read and
  *              its delete (the window zklock.h documents)
  *   LIVE       the liveness claim instead of the end-state check (run
- *              pan with -a -f; leave ROGUE at 0)
+ *              pan with -a -f; a rogue's own node goes in the end, its
+ *              session ending, so ROGUE may stay)
  * Guards removed (model/README.md, "The flat lock"):
  *   BUG_BLIND_UNLOCK   the unlock deletes K without judging the read
  *   BUG_ADOPT_OWNER    after a lost reply, K adopted on its owner alone
