@@ -353,10 +353,11 @@ static void on_dir_done(zkl__call_t *call) {
 
 /* Deleted only if it is still the one we made, and empty: a directory
  * someone deleted and made again since our last look is theirs. One we
- * did not make only if it is a plain node (no container, which the server
- * reaps, and never ephemeral) whose data is zklock's mark: someone's lock
- * made it in its node's transaction (acquire.c, lean) and could not take
- * it along; any other directory is somebody else's. */
+ * did not make only if it is not ephemeral and its data is zklock's mark:
+ * most likely a plain node someone's lock made in its node's transaction
+ * (acquire.c, lean) and could not take along (a client cannot tell it
+ * from one of zklock's containers, which carry the mark too, and go
+ * early at no harm); any other directory is somebody else's. */
 static void on_dir_read(zkl__call_t *call) {
   dir_delete_t *d = call->ctx;
   int v;

@@ -1,12 +1,12 @@
 /* sweep.c: removing the lock parents nobody uses (zkl_sweep, zklock
  * --sweep).
  *
- * Every recipe makes its lock's parent as a container node, which the
- * server removes once it is empty, but only at its next sweep (every
- * minute by default) and at most znode.container.maxPerMinute of them: a
- * service that takes per-key locks on many keys, or a crash that leaves
- * no release to take the parent along, can leave thousands behind for a
- * while. This does the server's work at once, for the children of one
+ * A lock's parent is a plain node made in its first node's transaction
+ * (acquire.c, lean), which the server never removes, or a container,
+ * which it removes once empty, but only at its next sweep (every minute
+ * by default) and at most znode.container.maxPerMinute of them: a crash
+ * that leaves no release or destroy to take the parent along can leave
+ * many behind, plain ones for good. This does the server's work at once, for the children of one
  * root: a parent zklock made (its data is ZKL__DIR_MARK) with no
  * children. Nothing else is touched: kazoo's Lock makes its parent
  * persistent and relies on it staying (zklock's kazoo flavour too, which
@@ -61,7 +61,7 @@ static void delete_one(zkl__call_t *call, zkl__session_t *s, const char *p) {
 /* Whether a read node is a parent zklock made, empty, and old enough. A
  * client cannot tell a container from a persistent node (the server shows
  * both with ephemeralOwner 0), so the data decides: ZKL__DIR_MARK, which
- * only zklock's own containers carry. */
+ * only the parents zklock makes carry, plain or container. */
 static int unused(const zkl__call_t *r, int64_t older_ms, int64_t now) {
   const struct Stat *st = &r->stat;
   int64_t last = st->mtime > st->ctime ? st->mtime : st->ctime;
