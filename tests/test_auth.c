@@ -401,9 +401,12 @@ static void test_creator_acl(void) {
   remove_test_tree("creator");
 }
 
-/* Lock, check the node's ACL and its parent's, unlock. */
+/* Lock, check the node's ACL, its parent's and the lock root's, unlock.
+ * The root is read while the lock is held: a root zklock made is a container,
+ * and once the release takes the lock's own parent along the server may reap
+ * it within a second. */
 static void lock_cycle(zkl_client_t *c, const char *lockroot, const char *name,
-                       const char *want_acl) {
+                       const char *want_acl, const char *root_acl) {
   zkl_mutex_t *m = mutex_at(c, lockroot, name);
   char node[256] = "", dir[256];
   int rc = lock_now(m);
@@ -414,6 +417,7 @@ static void lock_cycle(zkl_client_t *c, const char *lockroot, const char *name,
     CHECK(strncmp(node, dir, strlen(dir)) == 0);
     CHECK_STR(acl_of(node), want_acl);
     CHECK_STR(acl_of(dir), want_acl);
+    CHECK_STR(acl_of(lockroot), root_acl);
     CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
   }
   zkl_mutex_destroy(m);
@@ -430,10 +434,11 @@ static void test_secure_subtree(void) {
   CHECK_INT(queue_len(top), ==, -2); /* ZNOAUTH: the world may not even list */
 
   path_of(lockroot, sizeof lockroot, "secure", "locks");
-  lock_cycle(opn, lockroot, "name", "world:anyone:cdrwa");
+  lock_cycle(opn, lockroot, "name", "world:anyone:cdrwa",
+             "world:anyone:cdrwa");
   path_of(lockroot, sizeof lockroot, "secure", "locks-c");
-  lock_cycle(creator, lockroot, "name", CREATOR_ACL(ALICE_ID));
-  CHECK_STR(acl_of(lockroot), CREATOR_ACL(ALICE_ID));
+  lock_cycle(creator, lockroot, "name", CREATOR_ACL(ALICE_ID),
+             CREATOR_ACL(ALICE_ID));
   CHECK_STR(acl_of(top), "digest:" ALICE_ID ":cdrwa"); /* kept as it was */
 
   zkl_client_destroy(opn);
@@ -453,9 +458,11 @@ static void test_ancestor_denies_create(void) {
   su_create(top, &read_only);
   su_create(lockroot, &alice_all);
 
-  lock_cycle(opn, lockroot, "name", "world:anyone:cdrwa");
-  lock_cycle(creator, lockroot, "name-c", CREATOR_ACL(ALICE_ID));
   /* parents that already exist keep their ACL */
+  lock_cycle(opn, lockroot, "name", "world:anyone:cdrwa",
+             "digest:" ALICE_ID ":cdrwa");
+  lock_cycle(creator, lockroot, "name-c", CREATOR_ACL(ALICE_ID),
+             "digest:" ALICE_ID ":cdrwa");
   CHECK_STR(acl_of(lockroot), "digest:" ALICE_ID ":cdrwa");
   CHECK_STR(acl_of(top), "digest:" ALICE_ID ":r,world:anyone:r");
 
