@@ -695,6 +695,57 @@ static void test_refused_resend_answers_listing(void) {
   zkl_client_destroy(c);
 }
 
+struct lock_waiter {
+  zkl_mutex_t *m;
+  int64_t deadline;
+  _Atomic int rc;
+};
+
+static void *timedlock_thread(void *arg) {
+  struct lock_waiter *w = arg;
+  atomic_store(&w->rc, zkl_mutex_timedlock(w->m, w->deadline));
+  return NULL;
+}
+
+/* F12: a lock object whose first acquire ends before its first listing
+ * (here: the listing is lost, and the deadline passes while it waits for
+ * a reconnection) may be the last to leave a parent it did not make. Its
+ * close reads the parent's mark and deletes it: before the fix it knew
+ * nothing of the parent (only a listing or a first-born hold told it),
+ * and the empty parent stayed for ever. */
+static void test_unlisted_leaves_parent_last(void) {
+  zkl_client_t *c = client(10000);
+  zkl_mutex_t *x, *y;
+  struct lock_waiter w = {0};
+  pthread_t t;
+  new_root();
+  /* a root that stays: the parent is then made plain, in a transaction */
+  CHECK_INT(zoo_create(admin, root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),
+            ==, ZOK);
+  x = mutex(c, "unlisted");
+  y = mutex(c, "unlisted");
+  CHECK_RC(zkl_mutex_lock(x), ZKL_OK); /* makes the parent, first born */
+  atomic_store(&zkl__fault_children_lost, 1);
+  w.m = y;
+  w.deadline = zkl_now_ms() + 3000;
+  atomic_store(&w.rc, 1);
+  pthread_create(&t, NULL, timedlock_thread, &w);
+  QUEUED("unlisted", 2);
+  WAIT_FOR(atomic_load(&zkl__fault_children_lost) == 0, 5000);
+  CHECK_INT(atomic_load(&zkl__fault_children_lost), ==, 0); /* y's, lost */
+  /* x's release cannot take the parent (y's node is in it), nor can its
+   * close */
+  CHECK_RC(zkl_mutex_unlock(x), ZKL_OK);
+  zkl_mutex_destroy(x);
+  pthread_join(t, NULL);
+  CHECK_RC(atomic_load(&w.rc), ZKL_ETIMEDOUT);
+  CHECK_INT(queue_len("unlisted"), ==, 0);
+  zkl_mutex_destroy(y); /* the last to leave */
+  WAIT_FOR(queue_len("unlisted") == -1, 5000);
+  CHECK_INT(queue_len("unlisted"), ==, -1);
+  zkl_client_destroy(c);
+}
+
 int main(void) {
   root_tag = "zklfaults";
   admin_open();
@@ -706,6 +757,7 @@ int main(void) {
   RUN(test_multilock_read_lost);
   RUN(test_batch_failed_neighbour);
   RUN(test_refused_resend_answers_listing);
+  RUN(test_unlisted_leaves_parent_last);
   RUN(test_multi_on_expired_handle);
   RUN(test_semaphore_listing_lost);
   RUN(test_stalled_multi_nudged);

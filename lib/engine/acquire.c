@@ -131,8 +131,9 @@ static void send_join(zkl__acq_t *a, const char *full, const char *data,
   int read_dir = q->dir_data && !q->dir_czxid, rc;
   /* A directory this object has not seen goes in our node's transaction
    * (lean): per-key locks are mostly taken on keys never used before. A
-   * plain node, deleted by whoever empties it (release.c): a container
-   * cannot go in one (batch.c), and alone costs a transaction per key.
+   * plain node, deleted by whoever empties it: a release, or a close that
+   * reads its mark, this object's too (dir_lone, F12). A container cannot
+   * go in one (batch.c), and alone costs a transaction per key.
    * A semaphore's (its data says N) and kazoo's go first, alone, in the
    * same round trip. Made, there already, not ours: the create tells. */
   int lean = !q->dir_seen && !q->dir_data && !(q->flags & ZKL__Q_KEEP_DIR);
@@ -156,8 +157,8 @@ static void send_join(zkl__acq_t *a, const char *full, const char *data,
                                    (int)len, ZOO_EPHEMERAL_SEQUENTIAL, q->dir)
             : zkl__create(&r->cr, r->s, full, data, (int)len,
                           ZOO_EPHEMERAL_SEQUENTIAL);
-  if (lean)
-    zkl__sent(a, &r->aux, rc);
+  if (lean) /* read at close, even if no listing comes (F12) */
+    zkl__sent(a, &r->aux, rc), q->dir_lone = 1;
   zkl__sent(a, &r->cr, rc);
   /* In a directory made in this very round trip our node is most likely
    * its first, which needs no listing (first_born); otherwise we list
@@ -224,7 +225,6 @@ static void step_joined(zkl__acq_t *a) {
     if (r->unlisted && first_born(a)) {
       /* alone in it: ours to take along at release if we made it */
       q->dir_alone = r->made_dir;
-      q->dir_lone = 1; /* what it is, a read tells (release.c) */
       confirm(a, 1); /* the create's answer is as fresh as a listing */
       return;
     }

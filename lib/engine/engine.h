@@ -64,8 +64,9 @@ struct zkl__queue {
   int dir_kept;
   int dir_lean; /* the one we made went in our node's transaction */
   int dir_peer;
-  /* and whether a look found it a plain node that may carry zklock's
-   * mark (acquire.c, lean): someone's lock made it in its node's
+  /* and whether it may be a plain node carrying zklock's mark: this
+   * object sent it with its node (acquire.c, lean), or a look found one
+   * of the mark's length. Someone's lock made it in its node's
    * transaction, and no server sweeps it; at close we read it, and delete
    * it if it is marked and empty (release.c zkl__tidy_dir) */
   int dir_lone;
