@@ -746,6 +746,39 @@ static void test_unlisted_leaves_parent_last(void) {
   zkl_client_destroy(c);
 }
 
+/* F10: someone rewrites a marked parent between the close's read of it
+ * and the delete (here: a setData the fault sends on the same session
+ * just before the delete, which the session's order applies first). The
+ * delete is at the version the read found and fails; before the fix it
+ * was at any version, and took the parent and its new data along. */
+static void test_tidy_spares_rewritten_parent(void) {
+  zkl_client_t *c = client(10000);
+  zkl_mutex_t *m;
+  char dir[256], d[16];
+  int dl = sizeof d;
+  struct Stat st;
+  new_root();
+  snprintf(dir, sizeof dir, "%s/rewritten", root);
+  CHECK_INT(zoo_create(admin, root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),
+            ==, ZOK);
+  /* marked, made by someone else's lock */
+  CHECK_INT(zoo_create(admin, dir, "zklock-parent", 13, &ZOO_OPEN_ACL_UNSAFE,
+                       0, NULL, 0),
+            ==, ZOK);
+  m = mutex(c, "rewritten");
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK); /* the parent's first node */
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  CHECK_INT(queue_len("rewritten"), ==, 0);
+  atomic_store(&zkl__fault_dir_rewritten, 1);
+  zkl_mutex_destroy(m); /* reads the mark, then deletes */
+  WAIT_FOR(atomic_load(&zkl__fault_dir_rewritten) == 0, 5000);
+  CHECK_INT(atomic_load(&zkl__fault_dir_rewritten), ==, 0);
+  WAIT_FOR(!admin_exists(dir), 1000); /* the delete, had it landed */
+  CHECK_INT(zoo_get(admin, dir, 0, d, &dl, &st), ==, ZOK);
+  CHECK(dl == 1 && d[0] == 'x');
+  zkl_client_destroy(c);
+}
+
 int main(void) {
   root_tag = "zklfaults";
   admin_open();
@@ -758,6 +791,7 @@ int main(void) {
   RUN(test_batch_failed_neighbour);
   RUN(test_refused_resend_answers_listing);
   RUN(test_unlisted_leaves_parent_last);
+  RUN(test_tidy_spares_rewritten_parent);
   RUN(test_multi_on_expired_handle);
   RUN(test_semaphore_listing_lost);
   RUN(test_stalled_multi_nudged);

@@ -351,6 +351,10 @@ static void on_dir_done(zkl__call_t *call) {
   pthread_cond_broadcast(&c->cv);
 }
 
+#ifdef ZKL_FAULT_INJECTION
+_Atomic int zkl__fault_dir_rewritten;
+#endif
+
 /* Deleted only if it is still the one we made, and empty: a directory
  * someone deleted and made again since our last look is theirs. One we
  * did not make only if it is not ephemeral and its data is zklock's mark:
@@ -371,9 +375,14 @@ static void on_dir_read(zkl__call_t *call) {
   v = call->stat.version;
   zkl__call_free(call); /* the mark read */
   zkl__call_init_fn(call, call->c, on_dir_done, d);
-  /* at the version read: a parent deleted and made again in between by
+  /* at the version read: data rewritten since (someone took the parent
+   * for theirs, F10), or a parent deleted and made again in between by
    * someone else (a plain create leaves version 0; ours, made with its
-   * setData, is at 1) is not the one we read */
+   * setData, is at 1), is not the one we read */
+#ifdef ZKL_FAULT_INJECTION
+  if (atomic_exchange(&zkl__fault_dir_rewritten, 0))
+    zkl__set_nowait(d->s, d->path, "x", 1, -1);
+#endif
   if (zkl__delete_at(call, d->s, d->path, v) != ZOK)
     on_dir_done(call);
 }

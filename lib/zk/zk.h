@@ -272,5 +272,9 @@ ZKL__HIDDEN extern _Atomic int zkl__fault_children_lost;
 ZKL__HIDDEN extern _Atomic int zkl__fault_send_refused;
 /* While positive, that many new session handles cannot be made (EMFILE). */
 ZKL__HIDDEN extern _Atomic int zkl__fault_new_session;
+/* When set, the next delete of a lock's parent at close (release.c) has
+ * the parent's data rewritten just before it, on the same session, as if
+ * by someone else. */
+ZKL__HIDDEN extern _Atomic int zkl__fault_dir_rewritten;
 #endif
 ZKL__HIDDEN int zkl__is_conn_error(int rc);
