@@ -779,6 +779,33 @@ static void test_tidy_spares_rewritten_parent(void) {
   zkl_client_destroy(c);
 }
 
+/* F11: the lock's parent, made by the join as a container (no root yet),
+ * is deleted and made again by someone else, with data of theirs, before
+ * the join sends its node (here: a delete and a create the fault sends on
+ * the same session). Our node is the first in that parent, which is not
+ * the one we made: the release must not take it along. Before the fix
+ * the join went again unlisted, took its first-born node's parent for
+ * its own, and the release deleted it. */
+static void test_replaced_parent_not_taken(void) {
+  zkl_client_t *c = client(10000);
+  zkl_mutex_t *m;
+  char dir[256], d[16];
+  int dl = sizeof d;
+  struct Stat st;
+  new_root(); /* not made: the first lock makes it, and its parent */
+  snprintf(dir, sizeof dir, "%s/replaced", root);
+  m = mutex(c, "replaced");
+  atomic_store(&zkl__fault_dir_replaced, 1);
+  CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+  CHECK_INT(atomic_load(&zkl__fault_dir_replaced), ==, 0);
+  CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+  CHECK_INT(zoo_get(admin, dir, 0, d, &dl, &st), ==, ZOK);
+  CHECK(dl == 1 && d[0] == 'x');
+  zkl_mutex_destroy(m);
+  (void)zoo_delete(admin, dir, -1);
+  zkl_client_destroy(c);
+}
+
 int main(void) {
   root_tag = "zklfaults";
   admin_open();
@@ -792,6 +819,7 @@ int main(void) {
   RUN(test_refused_resend_answers_listing);
   RUN(test_unlisted_leaves_parent_last);
   RUN(test_tidy_spares_rewritten_parent);
+  RUN(test_replaced_parent_not_taken);
   RUN(test_multi_on_expired_handle);
   RUN(test_semaphore_listing_lost);
   RUN(test_stalled_multi_nudged);

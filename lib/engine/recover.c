@@ -53,6 +53,24 @@ void zkl__step_mkdir(zkl__acq_t *a) {
   r->next = step_mkdir_done;
 }
 
+#ifdef ZKL_FAULT_INJECTION
+_Atomic int zkl__fault_dir_replaced;
+
+static void on_fault_void(int rc, const void *data) { (void)rc, (void)data; }
+
+static void on_fault_made(int rc, const char *v, const void *data) {
+  (void)rc, (void)v, (void)data;
+}
+
+/* Someone else deletes the directory just made and makes another, with
+ * data of theirs, ahead of anything we send next on s. */
+static void replace_dir(zkl__session_t *s, const char *dir) {
+  (void)zoo_adelete(s->zh, dir, -1, on_fault_void, NULL);
+  (void)zoo_acreate(s->zh, dir, "x", 1, &ZOO_OPEN_ACL_UNSAFE, 0, on_fault_made,
+                    NULL);
+}
+#endif
+
 static void step_mkdir_done(zkl__acq_t *a) {
   zkl__run_t *r = a->run;
   size_t len = made_len(a->q);
@@ -60,6 +78,20 @@ static void step_mkdir_done(zkl__acq_t *a) {
   if (r->aux.rc == ZOK && strlen(r->mk) == len &&
       !(a->q->flags & ZKL__Q_FLAT)) /* a flat lock's parent is not its dir */
     a->q->dir_made = r->aux.stat.czxid, r->made_dir = 1, a->q->dir_lean = 0;
+#ifdef ZKL_FAULT_INJECTION
+  if (r->aux.rc == ZOK && strlen(r->mk) == len &&
+      atomic_exchange(&zkl__fault_dir_replaced, 0))
+    replace_dir(r->s, r->mk);
+#endif
+  /* A lock's directory is there now, made or found: the join again lists
+   * with its create, whose parent's czxid tells whether our node is alone
+   * in the one we made. Unlisted (acquire.c first_born), it would take
+   * the directory our node is first in for the one made here, which may
+   * have been deleted since and another made in its place, by anyone
+   * (model/leanparent.pml, F11). */
+  if (rc == ZOK && strlen(r->mk) == len && !a->q->dir_data &&
+      !(a->q->flags & (ZKL__Q_FLAT | ZKL__Q_KEEP_DIR)))
+    a->q->dir_seen = 1;
   zkl__call_free(&r->aux);
   if (rc == ZNONODE && strchr(r->mk + 1, '/')) {
     *strrchr(r->mk, '/') = '\0'; /* its parent first */

@@ -276,5 +276,9 @@ ZKL__HIDDEN extern _Atomic int zkl__fault_new_session;
  * the parent's data rewritten just before it, on the same session, as if
  * by someone else. */
 ZKL__HIDDEN extern _Atomic int zkl__fault_dir_rewritten;
+/* When set, the next lock directory a join makes (recover.c) is deleted
+ * and made again with other data just after, on the same session, as if
+ * by someone else. */
+ZKL__HIDDEN extern _Atomic int zkl__fault_dir_replaced;
 #endif
 ZKL__HIDDEN int zkl__is_conn_error(int rc);
