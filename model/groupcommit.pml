@@ -1,7 +1,7 @@
 /* groupcommit.pml: group commit of a session's writes (lib/zk/batch.c:
  * submit, joining, send_queued, send_batch, zkl__batch_done, on_multi,
  * requeue, refused_batch, on_after_list, zkl__batch_list, learn_stat,
- * zkl__batch_delete_pair), checked with spin. model/README.md ("Group
+ * zkl__batch_delete_pair, zkl__batch_create_pair), checked with spin. model/README.md ("Group
  * commit") says what is modelled and what is left out; scripts/model.sh
  * runs the checks.
  *
@@ -18,9 +18,18 @@
  *   pair       (PAIR) a release that takes its parent: the delete of its
  *              node p in A and of A, one transaction
  *              (zkl__batch_delete_pair)
+ *   maker      (CPAIR) a lock object's first acquire (acquire.c send_join,
+ *              lean): A's create, with its setData, and its node's create
+ *              in A, one transaction (zkl__batch_create_pair); the node's
+ *              czxid, its token, is the setData's (the probe). No listing
+ *              with it (unlisted).
  *   outsider   (FAULTS) another session: deletes e or p, puts a node x in
  *              A, or takes creator 0's path (its create then fails
- *              ZNODEEXISTS); each such fault is that op's own
+ *              ZNODEEXISTS); with CPAIR, makes A while it is missing (the
+ *              maker's parent then fails ZNODEEXISTS), or gives A an ACL
+ *              that refuses the maker's node (its create fails ZNOAUTH,
+ *              the one way a node can fail in a parent made just before
+ *              it in its transaction); each such fault is that op's own
  *
  * Properties:
  *   token    two creates in A never in one transaction (one zxid: one
@@ -33,6 +42,10 @@
  *            client's refusal)
  *   pair     the parent is deleted only in the transaction that deletes
  *            the node, after it: assert(pairok)
+ *   token    (also) the maker's node reports as its token the czxid it
+ *            has on the server: assert(ctok == czn) at its answer
+ *   parent   the maker's parent is made only in a request that makes its
+ *            node too (never a persistent parent alone): assert(pwith)
  *   listing  a listing answered OK, whose create was answered OK, sees
  *            that create: assert(lsaw[i])
  *   answer   every call gets one answer: assert(ans[c] == 0) at each
@@ -45,6 +58,8 @@
  *   CREATORS  creators, 0..2                                          [2]
  *   DELETER   the deleter, 0 or 1                                     [1]
  *   PAIR      the pair, 0 or 1                                        [1]
+ *   CPAIR     the maker, 0 or 1; with it A is missing at first unless
+ *             PAIR (then A is there, p in it)                          [0]
  *   FAULTS    the outsider's actions                                  [1]
  *   CONN      connection losses (the answers out lost, a prefix of
  *             the requests out applied)                                [0]
@@ -70,6 +85,11 @@
  *                    listing must be asked again
  *   BUG_RESEND_LOST  a transaction whose answer is lost is sent again
  *   BUG_RESEND_BLAMED the failed op goes again with its neighbours
+ *   BUG_PROBE_STALE  the maker's node, sent again without its parent (it
+ *                    failed), keeps the probe: its token is the setData's
+ *                    of a transaction that was not applied
+ *   BUG_PARENT_ALONE the parent's create is not bound to its node's (no
+ *                    op->dep): it goes again alone when the node fails
  */
 
 #ifndef CREATORS
@@ -84,6 +104,9 @@
 #ifndef FAULTS
 #define FAULTS 1
 #endif
+#ifndef CPAIR
+#define CPAIR 0
+#endif
 #ifndef CONN
 #define CONN 0
 #endif
@@ -92,16 +115,24 @@
 #endif
 
 /* ops (and their calls): creates C0, C1 in A; the deleter's delete of e;
- * the pair's delete of p (in A) and of A */
+ * the pair's delete of p (in A) and of A; the maker's create of A (with
+ * its setData: one op here, two in the C client's transaction) and of its
+ * node in A */
 #define C0 0
 #define C1 1
 #define DL 2
 #define PN 3
 #define PP 4
-#define NOPS 5
+#define CP 5
+#define CN 6
+#define NOPS 7
 #define LS(i) (NOPS + (i)) /* creator i's listing, a call */
-#define NCALLS 7
+#define NCALLS 9
 #define NONE 255
+/* a sequential create in A: creator i's, or the maker's node */
+#define INA(o) (o == C0 || o == C1 || o == CN)
+/* its index in cnode[] */
+#define CI(o) ((o) == CN -> 2 : (o))
 
 /* codes */
 #define OK 0
@@ -110,9 +141,10 @@
 #define NOTEMPTY 3
 #define CONNLOSS 4
 #define REFUSED 5
-#define op_error(rc) (rc == NONODE || rc == NODEEXISTS || rc == NOTEMPTY)
+#define NOAUTH 6
+#define op_error(rc) (rc == NONODE || rc == NODEEXISTS || rc == NOTEMPTY || rc == NOAUTH)
 
-#define NCALLERS (CREATORS + DELETER + PAIR)
+#define NCALLERS (CREATORS + DELETER + PAIR + CPAIR)
 
 /* requests and answers: a multi (id: a batch), a lone write (id: an op),
  * a listing behind a create (on_after_list; id: the creator), a listing
@@ -124,13 +156,17 @@ chan rep = [10] of { mtype, byte, byte, byte };
 #define SEND(t, id) assert(nfull(req)); req!t, id
 
 /* ZooKeeper */
-bool adir = 1;          /* A */
-bool cnode[2];          /* creator i's node in A */
+bool adir = (PAIR || !CPAIR); /* A */
+bool cnode[3];          /* creator i's node in A; [2] the maker's */
 bool pnode = PAIR;      /* the pair's node p in A */
 bool xnode;             /* the outsider's node in A */
 bool enode = DELETER;   /* the deleter's node e */
 bool taken;             /* creator 0's path taken: its create ZNODEEXISTS */
+bool noauth;            /* A refuses the maker's node: its create ZNOAUTH */
 byte conns = CONN;
+byte zxid;              /* the last write applied */
+byte czn;               /* the maker's node's czxid */
+byte psst;              /* the czxid the parent's setData answered (op->sst) */
 
 /* ghosts, for the assertions */
 bool once[NOPS];        /* applied */
@@ -140,6 +176,8 @@ bool ans[NCALLS];       /* answered */
 byte arc[NCALLS];       /* the answer */
 bool lsaw[2];           /* the listing answered saw its create */
 bool pairok = 1;
+bool pwith = 1;         /* the maker's parent made with its node */
+byte ctok;              /* the token the maker's node was answered with */
 byte fin;
 
 /* the session (batch.c), under s->bmu */
@@ -164,6 +202,8 @@ bool hasrd[2];          /* op->rd */
 bool redo[2];           /* rd->redo > 0 */
 bool blamed[NOPS];
 byte forced[NOPS];      /* op->forced: 0 or a code */
+bool probe = CPAIR;     /* CN's op->probe: CP, while it goes with it */
+bool probed;            /* CN's op->probed: its czxid the probe's */
 bool bok;
 
 /* ---- answers to the callers (zkl__call_finish) ---- */
@@ -176,7 +216,8 @@ inline answer(c, rc) {
   /* the client's code: the owner finds out by other means (a create's
    * node by its guid) */
   if :: c < NOPS && (rc == CONNLOSS || rc == REFUSED) -> lost[c] = 1 :: else fi;
-  if :: c < NOPS && op_error(rc) -> assert(ownerr[c]) :: else fi
+  if :: c < NOPS && op_error(rc) -> assert(ownerr[c]) :: else fi;
+  if :: c == CN && rc == OK -> assert(ctok == czn) :: else fi
 }
 
 inline list_answer(i, rc, saw) {
@@ -188,39 +229,52 @@ inline list_answer(i, rc, saw) {
 
 byte sc0, sc1, sp, sx, se, sa, ncrA, k, os;
 bool pnin, ppbad; /* this transaction: p deleted; A deleted, p not before */
+bool scn, spc;    /* the maker's node; A made in this request */
 
 /* op o evaluated on the shadow state, as the server does op by op in a
  * multi (each op sees the ones before it); rc its code */
 inline evalop(o, rc) {
   rc = OK;
   if
-  :: o == C0 || o == C1 ->
+  :: INA(o) ->
      if
      :: !sa -> rc = NONODE
      :: o == C0 && taken -> rc = NODEEXISTS
-     :: else -> if :: o == C0 -> sc0 = 1 :: else -> sc1 = 1 fi; ncrA++
+     :: o == CN && noauth -> rc = NOAUTH
+     :: else -> if :: o == C0 -> sc0 = 1 :: o == C1 -> sc1 = 1 :: else -> scn = 1 fi; ncrA++
      fi
+  :: o == CP -> if :: sa -> rc = NODEEXISTS :: else -> sa = 1; spc = 1 fi
   :: o == DL -> if :: se -> se = 0 :: else -> rc = NONODE fi
   :: o == PN -> if :: sp -> sp = 0; pnin = 1 :: else -> rc = NONODE fi
   :: o == PP ->
      if
      :: !sa -> rc = NONODE
-     :: sc0 || sc1 || sp || sx -> rc = NOTEMPTY
+     :: sc0 || sc1 || sp || sx || scn -> rc = NOTEMPTY
      :: else -> sa = 0; if :: !pnin -> ppbad = 1 :: else fi
      fi
   fi
 }
 
 inline shadow() {
-  sc0 = cnode[0]; sc1 = cnode[1]; sp = pnode; sx = xnode; se = enode;
-  sa = adir; ncrA = 0; pnin = 0; ppbad = 0
+  sc0 = cnode[0]; sc1 = cnode[1]; scn = cnode[2]; sp = pnode; sx = xnode;
+  se = enode; sa = adir; ncrA = 0; pnin = 0; ppbad = 0; spc = 0
 }
 
-/* the shadow state applied */
+/* the shadow state applied, at a zxid of its own; a parent made here has
+ * its node made here too, for the setData's czxid (the parent's, this
+ * zxid) to be the node's */
 inline commit() {
   pairok = !ppbad;
   assert(pairok);
-  cnode[0] = sc0; cnode[1] = sc1; pnode = sp; enode = se; adir = sa
+  pwith = !spc || (scn && !cnode[2]);
+  assert(pwith);
+#if CPAIR
+  zxid++; /* only the maker's token reads it */
+  if :: scn && !cnode[2] -> czn = zxid :: else fi;
+  if :: spc -> psst = zxid :: else fi;
+#endif
+  cnode[0] = sc0; cnode[1] = sc1; cnode[2] = scn; pnode = sp; enode = se;
+  adir = sa
 }
 
 inline applied(o) {
@@ -270,10 +324,10 @@ inline apply(t, id, rc, aux) {
      if :: adir -> aux = cnode[id] :: else -> rc = NONODE fi;
      printf("MSC: listing of creator %d (sees its node: %d)\n", id, aux)
   :: t == X ->
-     if :: cnode[id] -> skip :: else -> rc = NONODE fi
+     if :: cnode[CI(id)] -> skip :: else -> rc = NONODE fi
   fi;
   sc0 = 0; sc1 = 0; sp = 0; sx = 0; se = 0; sa = 0; ncrA = 0; k = 0; os = 0;
-  pnin = 0; ppbad = 0
+  pnin = 0; ppbad = 0; scn = 0; spc = 0
 }
 
 active proctype server() {
@@ -362,20 +416,22 @@ inline send_batch(b) {
   j2 = 0
 }
 
-/* joining(): the last queued transaction, unless it has a create in op's
- * directory (every create here is in A) */
-inline joining(o, q) {
+/* joining(): the last queued transaction, unless it has a create in the
+ * directory of op or of op2 (same_lock(): every sequential create here is
+ * in A; the maker's parent, not sequential, is of no lock but its own
+ * path) */
+inline joining(o, o2x, q) {
   q = NONE;
   if
   :: sqn > 0 ->
      q = sq[sqn - 1];
 #ifndef BUG_SHARE_DIR
      if
-     :: o == C0 || o == C1 ->
+     :: INA(o) || (o2x != NONE && INA(o2x)) ->
         j2 = 0;
         do
         :: j2 < bn[q] ->
-           if :: bo[q * NOPS + j2] == C0 || bo[q * NOPS + j2] == C1 -> q = NONE; break
+           if :: INA(bo[q * NOPS + j2]) -> q = NONE; break
               :: else -> j2++ fi
         :: else -> break
         od;
@@ -399,7 +455,7 @@ inline submit(o, o2x) {
      inflight++;
      send_single(o)
   :: else ->
-     joining(o, nb);
+     joining(o, o2x, nb);
      append(nb, o); bop[o] = 1;
      if :: o2x != NONE -> append(nb, o2x); bop[o2x] = 1 :: else fi;
      if
@@ -434,8 +490,10 @@ inline batch_list(i) {
 /* op_answered() */
 inline op_answered(o, rc) {
   if
-  :: (o == C0 || o == C1) && rc == OK -> SEND(X, o) /* learn_stat() */
-  :: else -> answer(o, rc)
+  :: INA(o) && rc == OK && !(o == CN && probed) -> SEND(X, o) /* learn_stat() */
+  :: else ->
+     if :: o == CN && rc == OK -> ctok = psst :: else fi; /* the probe's */
+     answer(o, rc)
   fi
 }
 
@@ -544,8 +602,10 @@ end:
        :: t == S ->
           /* on_single_create / on_single_void: the slot first */
           batch_done();
-          answer(id, rc) /* a create's stat came with it */
+          if :: id == CN -> ctok = czn :: else fi; /* a create's stat came with it */
+          answer(id, rc)
        :: t == X -> /* on_stat_learnt(): gone already, found by guid */
+          if :: id == CN -> ctok = czn :: else fi;
           if :: rc == OK -> answer(id, OK) :: else -> answer(id, CONNLOSS) fi
        :: t == LD -> list_answer(id, rc, aux) /* zkl__on_children */
        :: t == L -> /* on_after_list() */
@@ -595,6 +655,26 @@ end:
           :: else
           fi;
 #endif
+#ifndef BUG_PARENT_ALONE
+          /* the maker's parent never goes without its node */
+          if
+          :: blamed[CN] -> holds(b, CP);
+             if :: bok -> forced[CP] = rc; ownerr[CP] = 1 /* its node's fault */ :: else fi;
+             bok = 0
+          :: else
+          fi;
+#endif
+          /* the probe: one transaction, one zxid, the parent's czxid is
+           * its node's; gone with the parent when it failed */
+          holds(b, CN);
+          if
+          :: bok && probe && rc == OK -> probed = 1
+#ifndef BUG_PROBE_STALE
+          :: bok && probe && rc != OK && (blamed[CP] || forced[CP]) -> probe = 0
+#endif
+          :: else
+          fi;
+          bok = 0;
           o = 0;
           do
           :: o < bn[b] -> q = bo[b * NOPS + o];
@@ -711,8 +791,20 @@ progress:
 #endif
 }
 
+/* a lock object's first acquire of a key it has not seen: its parent and
+ * its node in one transaction, unlisted (acquire.c send_join, lean) */
+proctype maker() {
+  atomic { !requeuing -> submit(CP, CN) }
+  atomic { ans[CP] && ans[CN] -> fin++ }
+#ifdef PROGRESS
+progress:
+  skip
+#endif
+}
+
 /* another session: each of its actions makes one op fail by its own
- * fault (its node gone, its directory not empty, its path taken) */
+ * fault (its node gone, its directory not empty, its path taken; A there
+ * already, or refusing the maker's node) */
 active proctype outsider() {
   byte f = FAULTS;
 end:
@@ -721,6 +813,8 @@ end:
   :: atomic { f > 0 && pnode -> pnode = 0; f--; printf("MSC: outsider deletes p\n") }
   :: atomic { f > 0 && adir && !xnode -> xnode = 1; f--; printf("MSC: outsider creates x in A\n") }
   :: atomic { f > 0 && CREATORS > 0 && !taken -> taken = 1; f--; printf("MSC: outsider takes creator 0's path\n") }
+  :: atomic { f > 0 && CPAIR && !adir -> adir = 1; zxid++; f--; printf("MSC: outsider makes A\n") }
+  :: atomic { f > 0 && CPAIR && !noauth -> noauth = 1; f--; printf("MSC: outsider makes A refuse the maker's node\n") }
   od
 }
 
@@ -737,6 +831,9 @@ init {
 #if PAIR
     run pair();
 #endif
+#if CPAIR
+    run maker();
+#endif
   }
 }
 
@@ -749,7 +846,8 @@ active proctype quiet() {
   do
   :: o < NOPS ->
      if
-     :: (o < CREATORS || (o == DL && DELETER) || (o >= PN && PAIR)) ->
+     :: (o < CREATORS || (o == DL && DELETER) || ((o == PN || o == PP) && PAIR) ||
+         (o >= CP && CPAIR)) ->
         assert(once[o] || ownerr[o] || lost[o])
      :: else
      fi;

@@ -54,10 +54,11 @@ kind_re() {
   overwrite) echo 'assertion violated \(+dirN==0' ;;  # a semaphore directory's max=N overwritten
   fenced) echo 'assertion violated \( *!\(forced\)' ;; # a revoked holder's guarded write committed
   revline) echo 'assertion violated \(+ndata&asked' ;; # a revoker's line gone from the holder's data
-  token) echo 'assertion violated \(+(ncrA|tok\[c\]>lasttok)' ;; # two creates in one transaction; flat: a token not above the last
+  token) echo 'assertion violated \(+(ncrA|ctok|tok\[c\]>lasttok)' ;; # two creates in one directory in one transaction; a token not the node's czxid; flat: a token not above the last
   twice) echo 'assertion violated +!\(once\[' ;;     # an op applied twice
   once) echo 'assertion violated.*ownerr\[' ;;       # an op failed for another op's fault, or never applied
   pair) echo 'assertion violated pairok' ;;          # a parent deleted without its node's delete before it
+  parent) echo 'assertion violated pwith' ;;         # a lock's parent made without its node
   listing) echo 'assertion violated lsaw' ;;         # a listing that does not see its create
   answer) echo 'assertion violated \(+ans\[' ;;      # a call answered twice
   freed) echo 'assertion violated bok' ;;            # an op's transaction used once freed (C: use after free)
@@ -178,6 +179,11 @@ gc-late-listing|none|-DLATELIST -DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=1|$SA
 mutant-gc-f7-late-listing|listing+answer+freed|-DBUG_F7 -DLATELIST -DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=1|$SAFE|-DSAFETY|$GC
 gc-refused|none|-DREFUSE=1 -DCREATORS=1 -DDELETER=1 -DPAIR=1 -DFAULTS=0|$SAFE|-DSAFETY|$GC
 mutant-gc-f8-refused|freed|-DBUG_F8 -DREFUSE=1 -DCREATORS=1 -DDELETER=1 -DPAIR=1 -DFAULTS=0|$SAFE|-DSAFETY|$GC
+gc-create-pair|none|-DCPAIR=1 -DCREATORS=1 -DDELETER=1 -DPAIR=1 -DFAULTS=1|$SAFE|-DSAFETY|$GC
+gc-create-pair-lost|none|-DCPAIR=1 -DCREATORS=1 -DDELETER=1 -DPAIR=0 -DFAULTS=1 -DCONN=1|$SAFE|-DSAFETY|$GC
+gc-create-pair-progress|none|-DPROGRESS -DCPAIR=1 -DCREATORS=1 -DDELETER=1 -DPAIR=0 -DFAULTS=1|$NPROG|-DNP|$GC
+mutant-gc-probe-stale|token|-DBUG_PROBE_STALE -DCPAIR=1 -DCREATORS=1 -DDELETER=1 -DPAIR=0 -DFAULTS=1|$SAFE|-DSAFETY|$GC
+mutant-gc-parent-alone|parent|-DBUG_PARENT_ALONE -DCPAIR=1 -DCREATORS=1 -DDELETER=1 -DPAIR=0 -DFAULTS=1|$SAFE|-DSAFETY|$GC
 lean-parent|none|-DROGUE=1|$SAFE|-DSAFETY|$LP
 lean-parent-crash|none|-DROGUE=1 -DCRASH=1|$SAFE|-DSAFETY|$LP
 lean-parent-cycles|none|-DROGUE=1 -DCYC=3|$SAFE|-DSAFETY|$LP
@@ -238,6 +244,9 @@ deep-gc-lost-creators|none|-DCREATORS=2 -DDELETER=1 -DPAIR=0 -DFAULTS=2 -DCONN=1
 deep-gc-lost|none|-DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=1 -DCONN=1|$DSAFE|$DC|$GC
 deep-gc-faults|none|-DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=2 -DCONN=1|$DSAFE|$DC|$GC
 deep-gc-progress|none|-DPROGRESS -DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=1 -DCONN=1|$DSAFE -l|-DNP -DMEMLIM=6000|$GC
+deep-gc-create-pair|none|-DCPAIR=1 -DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=1|$DSAFE|$DC|$GC
+deep-gc-create-pair-lost|none|-DCPAIR=1 -DCREATORS=1 -DDELETER=1 -DPAIR=1 -DFAULTS=1 -DCONN=1|$DSAFE|$DC|$GC
+deep-gc-create-pair-progress|none|-DPROGRESS -DCPAIR=1 -DCREATORS=1 -DDELETER=1 -DPAIR=1 -DFAULTS=1|$DSAFE -l|-DNP -DMEMLIM=6000|$GC
 "
 [ "$deep" = 0 ] || checks="$checks$deep_checks"
 
