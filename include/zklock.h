@@ -651,10 +651,11 @@ ZKL_EXTERN int zkl_mutex_queue(zkl_client_t *client, const char *root,
  * lock's first node is made with, which a killed process leaves for good)
  * and that has no children. With older_than_ms > 0, only
  * those made or last written at least that long ago by the server's clock
- * (ctime, mtime) compared with this machine's. Persistent nodes are never
- * deleted: kazoo (and zklock's ZKL_MUTEX_KAZOO flavour) makes its lock's
- * parent persistent and relies on it staying. Only root's own children
- * are looked at. A locker that was about to create its node in a parent
+ * (ctime, mtime) compared with this machine's. No other node is deleted:
+ * kazoo (and zklock's ZKL_MUTEX_KAZOO flavour) makes its lock's parent
+ * persistent, without that data, and relies on it staying. Each delete is
+ * at the data version read: a parent rewritten since stays. Only root's
+ * own children are looked at. A locker that was about to create its node in a parent
  * deleted here makes the parent again, as after the server's sweep. A
  * sync goes first, so every release committed before the call counts.
  * *removed (may be NULL) gets the number deleted. Returns ZKL_OK (also

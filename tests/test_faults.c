@@ -779,6 +779,37 @@ static void test_tidy_spares_rewritten_parent(void) {
   zkl_client_destroy(c);
 }
 
+/* zkl_sweep reads a marked empty parent, then deletes it: data someone
+ * writes in between (here: the fault's setData on the sweep's session,
+ * just before the delete) keeps it, as at a close (F10). Before, the
+ * sweep deleted at any version. */
+static void test_sweep_spares_rewritten_parent(void) {
+  zkl_client_t *c = client(10000);
+  char dir[256], d[16];
+  int dl = sizeof d;
+  size_t removed = 9;
+  struct Stat st;
+  new_root();
+  snprintf(dir, sizeof dir, "%s/swept", root);
+  CHECK_INT(zoo_create(admin, root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),
+            ==, ZOK);
+  CHECK_INT(zoo_create(admin, dir, "zklock-parent", 13, &ZOO_OPEN_ACL_UNSAFE,
+                       0, NULL, 0),
+            ==, ZOK);
+  atomic_store(&zkl__fault_dir_rewritten, 1);
+  CHECK_RC(zkl_sweep(c, root, 0, &removed), ZKL_OK);
+  CHECK_INT(atomic_load(&zkl__fault_dir_rewritten), ==, 0);
+  CHECK_INT((int)removed, ==, 0);
+  CHECK_INT(zoo_get(admin, dir, 0, d, &dl, &st), ==, ZOK);
+  CHECK(dl == 1 && d[0] == 'x');
+  /* control: the same parent, not rewritten, goes */
+  CHECK_INT(zoo_set(admin, dir, "zklock-parent", 13, -1), ==, ZOK);
+  CHECK_RC(zkl_sweep(c, root, 0, &removed), ZKL_OK);
+  CHECK_INT((int)removed, ==, 1);
+  CHECK_INT(admin_exists(dir), ==, 0);
+  zkl_client_destroy(c);
+}
+
 /* F11: the lock's parent, made by the join as a container (no root yet),
  * is deleted and made again by someone else, with data of theirs, before
  * the join sends its node (here: a delete and a create the fault sends on
@@ -819,6 +850,7 @@ int main(void) {
   RUN(test_refused_resend_answers_listing);
   RUN(test_unlisted_leaves_parent_last);
   RUN(test_tidy_spares_rewritten_parent);
+  RUN(test_sweep_spares_rewritten_parent);
   RUN(test_replaced_parent_not_taken);
   RUN(test_multi_on_expired_handle);
   RUN(test_semaphore_listing_lost);

@@ -25,11 +25,12 @@
 #include "internal.h"
 
 /* Issues the n calls (each already initialised on cv) and waits for all;
- * `issue` sends call i. */
+ * `issue` sends call i, on paths[i], with vers[i] (a data version; -1
+ * when vers is NULL). */
 static void all_of(zkl_client_t *c, zkl__call_t *calls, int n,
                    void (*issue)(zkl__call_t *, zkl__session_t *,
-                                 const char *),
-                   zkl__session_t *s, char **paths) {
+                                 const char *, int),
+                   zkl__session_t *s, char **paths, const int *vers) {
   zkl__call_t **ptrs = malloc((size_t)(n > 0 ? n : 1) * sizeof *ptrs);
   int i;
   if (!ptrs) {
@@ -40,7 +41,7 @@ static void all_of(zkl_client_t *c, zkl__call_t *calls, int n,
   for (i = 0; i < n; i++) {
     ptrs[i] = &calls[i];
     if (paths[i])
-      issue(&calls[i], s, paths[i]);
+      issue(&calls[i], s, paths[i], vers ? vers[i] : -1);
     else
       calls[i].done = 1, calls[i].rc = ZKL_ENOMEM;
   }
@@ -50,12 +51,22 @@ static void all_of(zkl_client_t *c, zkl__call_t *calls, int n,
   free(ptrs);
 }
 
-static void read_one(zkl__call_t *call, zkl__session_t *s, const char *p) {
+static void read_one(zkl__call_t *call, zkl__session_t *s, const char *p,
+                     int version) {
+  (void)version;
   zkl__get(call, s, p, 0);
 }
 
-static void delete_one(zkl__call_t *call, zkl__session_t *s, const char *p) {
-  zkl__delete(call, s, p);
+/* At the version read: a parent someone rewrote since, taking it for
+ * theirs, stays (ZBADVERSION), as at a lock object's close (release.c,
+ * model/README.md F10). */
+static void delete_one(zkl__call_t *call, zkl__session_t *s, const char *p,
+                       int version) {
+#ifdef ZKL_FAULT_INJECTION
+  if (atomic_exchange(&zkl__fault_dir_rewritten, 0))
+    zkl__set_nowait(s, p, "x", 1, -1);
+#endif
+  zkl__delete_at(call, s, p, version);
 }
 
 /* Whether a read node is a parent zklock made, empty, and old enough. A
@@ -65,8 +76,8 @@ static void delete_one(zkl__call_t *call, zkl__session_t *s, const char *p) {
 static int unused(const zkl__call_t *r, int64_t older_ms, int64_t now) {
   const struct Stat *st = &r->stat;
   int64_t last = st->mtime > st->ctime ? st->mtime : st->ctime;
-  return zkl__dir_marked(r->data, r->data_len) && st->numChildren == 0 && st->ephemeralOwner == 0 &&
-         (older_ms <= 0 || now - last >= older_ms);
+  return zkl__dir_marked(r->data, r->data_len) && st->numChildren == 0 &&
+         st->ephemeralOwner == 0 && (older_ms <= 0 || now - last >= older_ms);
 }
 
 /* Reads every child of root, then deletes the unused ones; *removed
@@ -77,36 +88,39 @@ static int sweep_kids(zkl_client_t *c, zkl__session_t *s, const char *root,
   int n = kids->count, i, k = 0, rc = ZKL_OK;
   char **paths = calloc((size_t)n + 1, sizeof *paths);
   char **gone = calloc((size_t)n + 1, sizeof *gone); /* paths' to delete */
+  int *vers = calloc((size_t)n + 1, sizeof *vers);    /* at these versions */
   zkl__call_t *st = calloc((size_t)n + 1, sizeof *st);
   zkl__call_t *del = calloc((size_t)n + 1, sizeof *del);
   pthread_cond_t cv;
   int64_t now = zkl_now_ms();
-  if (!paths || !gone || !st || !del || zkl__cond_init(&cv) != ZKL_OK) {
-    rc = paths && gone && st && del ? ZKL_ESYSTEM : ZKL_ENOMEM;
-    free(paths), free(gone), free(st), free(del);
+  if (!paths || !gone || !vers || !st || !del ||
+      zkl__cond_init(&cv) != ZKL_OK) {
+    rc = paths && gone && vers && st && del ? ZKL_ESYSTEM : ZKL_ENOMEM;
+    free(paths), free(gone), free(vers), free(st), free(del);
     return rc;
   }
   for (i = 0; i < n; i++) {
     paths[i] = zkl__child(root, kids->data[i]);
     zkl__call_init(&st[i], c, &cv);
   }
-  all_of(c, st, n, read_one, s, paths);
+  all_of(c, st, n, read_one, s, paths, NULL);
   for (i = 0; i < n; i++) {
     if (st[i].rc == ZOK && unused(&st[i], older_ms, now)) {
-      gone[k] = paths[i];
+      gone[k] = paths[i], vers[k] = st[i].stat.version;
       zkl__call_init(&del[k++], c, &cv);
     } else if (st[i].rc != ZOK && st[i].rc != ZNONODE && rc == ZKL_OK) {
       rc = st[i].rc;
     }
     zkl__call_free(&st[i]);
   }
-  all_of(c, del, k, delete_one, s, gone);
-  for (i = 0; i < k; i++) /* ZNOTEMPTY: someone came; ZNONODE: gone */
+  all_of(c, del, k, delete_one, s, gone, vers);
+  /* ZNOTEMPTY: someone came; ZNONODE: gone; ZBADVERSION: rewritten */
+  for (i = 0; i < k; i++)
     *removed += del[i].rc == ZOK;
   for (i = 0; i < n; i++)
     free(paths[i]);
   pthread_cond_destroy(&cv);
-  free(paths), free(gone), free(st), free(del);
+  free(paths), free(gone), free(vers), free(st), free(del);
   return rc;
 }
 

@@ -272,9 +272,9 @@ ZKL__HIDDEN extern _Atomic int zkl__fault_children_lost;
 ZKL__HIDDEN extern _Atomic int zkl__fault_send_refused;
 /* While positive, that many new session handles cannot be made (EMFILE). */
 ZKL__HIDDEN extern _Atomic int zkl__fault_new_session;
-/* When set, the next delete of a lock's parent at close (release.c) has
- * the parent's data rewritten just before it, on the same session, as if
- * by someone else. */
+/* When set, the next delete of a lock's parent at close (release.c) or by
+ * zkl_sweep (sweep.c) has the parent's data rewritten just before it, on
+ * the same session, as if by someone else. */
 ZKL__HIDDEN extern _Atomic int zkl__fault_dir_rewritten;
 /* When set, the next lock directory a join makes (recover.c) is deleted
  * and made again with other data just after, on the same session, as if
