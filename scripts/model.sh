@@ -3,7 +3,8 @@
 # the multi-lock's giving way (model/multilock.pml), the read-write
 # lock's downgrade mark (model/rwmark.pml), the counting semaphore
 # (model/semaphore.pml), revocation (model/revoke.pml), group commit
-# (model/groupcommit.pml) and the flat lock (model/flat.pml).
+# (model/groupcommit.pml), the flat lock (model/flat.pml) and a lock's
+# plain parent (model/leanparent.pml; its whole life, model/parentlife.pml).
 #
 #   bash scripts/model.sh           the bounded checks (make check runs these)
 #   bash scripts/model.sh --deep    those and larger bounds, for humans
@@ -88,6 +89,7 @@ SEM=semaphore.pml
 RV=revoke.pml
 GC=groupcommit.pml
 LP=leanparent.pml
+PL=parentlife.pml
 FL=flat.pml
 # a copy of a name matters only while a create's reply is lost: RDURING
 COPY="-DROGUE=1 -DRCOPY=1 -DRPLANT=0 -DRDELETE=0 -DRREPLACE=0 -DRDURING"
@@ -192,6 +194,13 @@ mutant-lean-any-version|pforeign|-DBUG_ANY_VERSION -DROGUE=1|$SAFE|-DSAFETY|$LP
 mutant-lean-no-mark|pforeign|-DBUG_TIDY_NO_MARK -DROGUE=1|$SAFE|-DSAFETY|$LP
 mutant-lean-no-close-tidy|porphan|-DBUG_NO_CLOSE_TIDY -DROGUE=1|$SAFE|-DSAFETY|$LP
 mutant-lean-probe-stale|ptoken|-DBUG_PROBE_STALE -DROGUE=0|$SAFE|-DSAFETY|$LP
+parent-life|none|-DN=2 -DCYCLES=2 -DGIVEUP=1 -DROGUE=1|$SAFE|-DSAFETY|$PL
+parent-life-three|none|-DN=3 -DCYCLES=1 -DGIVEUP=1 -DROGUE=1 -DREAP=1|$SAFE|-DSAFETY|$PL
+mutant-parent-tidy-no-mark|pforeign|-DBUG_TIDY_NO_MARK -DGIVEUP=0 -DRREWRITE=0 -DRDELETE=0|$SAFE|-DSAFETY|$PL
+mutant-parent-no-close-tidy|porphan|-DBUG_NO_CLOSE_TIDY -DGIVEUP=0 -DROGUE=0|$SAFE|-DSAFETY|$PL
+mutant-parent-f10-any-version|pforeign|-DBUG_F10 -DRPLANT=0 -DRDELETE=0|$SAFE|-DSAFETY|$PL
+mutant-parent-f11-mkdir-unseen|pforeign|-DBUG_F11 -DCYCLES=2 -DGIVEUP=0 -DRREWRITE=0 -DRDELETE=0|$SAFE|-DSAFETY|$PL
+mutant-parent-f12-unlisted|porphan|-DBUG_F12 -DROGUE=0|$SAFE|-DSAFETY|$PL
 flat-safety|none|-DCYCLES=3 -DROGUE=2 -DLOSTREPLY=2|$SAFE|-DSAFETY|$FL
 flat-shared|none|-DSHARED -DCYCLES=3 -DROGUE=2 -DLOSTREPLY=2|$SAFE|-DSAFETY|$FL
 flat-liveness|none|-DLIVE -DCYCLES=3 -DLOSTREPLY=2|$LIVE|-DNFAIR=3|$FL
@@ -240,6 +249,8 @@ deep-revoke-liveness-forced|none|-DLIVE -DGRACE=1 -DSTAY=1 -DGW=1 -DGC=1 -DREVOK
 deep-revoke-liveness-waited|none|-DWAITED -DLIVE -DGRACE=1 -DSTAY=1 -DCOOP=1 -DGW=2 -DGC=1 -DREVOKERS=2 -DOWNW=2|$DLIVE|-DNFAIR=3 -DMEMLIM=6000|$RV
 deep-rw-liveness|none|-DLIVE -DDOWNGRADE -DJUNK -DSTAY=1 -DGW=4 -DROGUE=4|$DLIVE|-DNFAIR=3 -DMEMLIM=6000|$RW
 deep-lean-parent|none|-DROGUE=1 -DCYC=4 -DCRASH=1|$DSAFE|$DC|$LP
+deep-parent-life|none|-DN=3 -DCYCLES=1 -DGIVEUP=2 -DROGUE=2 -DREAP=1|$DSAFE|$DC|$PL
+deep-parent-life-cycles|none|-DN=2 -DCYCLES=3 -DGIVEUP=2 -DROGUE=2 -DREAP=1|$DSAFE|$DC|$PL
 deep-gc-lost-creators|none|-DCREATORS=2 -DDELETER=1 -DPAIR=0 -DFAULTS=2 -DCONN=1|$DSAFE|$DC|$GC
 deep-gc-lost|none|-DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=1 -DCONN=1|$DSAFE|$DC|$GC
 deep-gc-faults|none|-DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=2 -DCONN=1|$DSAFE|$DC|$GC
