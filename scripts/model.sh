@@ -3,7 +3,8 @@
 # the multi-lock's giving way (model/multilock.pml), the read-write
 # lock's downgrade mark (model/rwmark.pml), the counting semaphore
 # (model/semaphore.pml), revocation (model/revoke.pml), group commit
-# (model/groupcommit.pml), the flat lock (model/flat.pml) and a lock's
+# (model/groupcommit.pml), the flat lock (model/flat.pml; under lost
+# answers, expiry and deferred deletes, model/flatfaults.pml) and a lock's
 # plain parent (model/leanparent.pml; its whole life, model/parentlife.pml).
 #
 #   bash scripts/model.sh           the bounded checks (make check runs these)
@@ -46,7 +47,8 @@ kind_re() {
   unlock) echo 'assertion violated.*judged' ;;       # unlock said OK for a node not ours
   orphan) echo 'assertion violated.*(salive\[nown|!\(left\))' ;; # a node left behind
   stuck) echo 'assertion violated \(+fin==' ;;        # nothing can move, someone not done
-  foreign) echo 'assertion violated \(\((nown\[t\]|kby==c)' ;; # a delete of a node not ours
+  foreign) echo 'assertion violated \(\((nown\[t\]|kby==c|nz==)' ;; # a delete of a node not ours (flatfaults: not the one meant)
+  fencing) echo 'assertion violated \(hdel\[tok\[i\]\]' ;; # flatfaults: a hold's token not its node's czxid, or not above the last
   cycle) echo 'acceptance cycle' ;;                  # an acquisition that never ends
   nonprogress) echo 'non-progress cycle' ;;          # nobody ever holds again (livelock)
   partial) echo 'assertion violated allmine' ;;      # a multi-lock held with a member's node gone
@@ -91,6 +93,7 @@ GC=groupcommit.pml
 LP=leanparent.pml
 PL=parentlife.pml
 FL=flat.pml
+FF=flatfaults.pml
 # a copy of a name matters only while a create's reply is lost: RDURING
 COPY="-DROGUE=1 -DRCOPY=1 -DRPLANT=0 -DRDELETE=0 -DRREPLACE=0 -DRDURING"
 
@@ -212,6 +215,19 @@ mutant-flat-adopt-owner|excl|-DBUG_ADOPT_OWNER -DSHARED -DLOSTREPLY=1|$SAFE|-DSA
 mutant-flat-adopt-any|excl|-DBUG_ADOPT_ANY -DLOSTREPLY=1|$SAFE|-DSAFETY|$FL
 mutant-flat-token-later|token+excl|-DBUG_TOKEN_LATER -DROGUE=1|$SAFE|-DSAFETY|$FL
 mutant-flat-no-watch-wait|cycle|-DBUG_NO_WATCH_WAIT -DLIVE|$LIVE|-DNFAIR=3|$FL
+flatf-safety|none|-DN=2 -DCYCLES=2 -DCONN=1 -DGIVEUP=1 -DROGUE=1|$SAFE|-DSAFETY|$FF
+flatf-hostile|none|-DN=2 -DCYCLES=2 -DCONN=1 -DGIVEUP=1 -DROGUE=2|$SAFE|-DSAFETY|$FF
+flatf-expiry|none|-DN=2 -DCYCLES=2 -DCONN=1 -DEXPIRE=1 -DGIVEUP=1 -DROGUE=1|$SAFE|-DSAFETY|$FF
+flatf-shared|none|-DSHARED -DN=3 -DCONN=1 -DGIVEUP=1 -DROGUE=2|$SAFE|-DSAFETY|$FF
+flatf-liveness|none|-DLIVE -DN=2 -DCYCLES=2 -DCONN=1 -DEXPIRE=1 -DGIVEUP=0 -DROGUE=0|$LIVE|-DNFAIR=3|$FF
+flatf-progress|none|-DPROGRESS -DN=2 -DCYCLES=2 -DCONN=1 -DGIVEUP=1 -DROGUE=1|$NPROG|-DNP|$FF
+mutant-flatf-pipelined-unlock|foreign|-DBUG_PIPELINED_UNLOCK -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=1|$SAFE|-DSAFETY|$FF
+mutant-flatf-adopt-any|fencing+excl|-DBUG_ADOPT_ANY -DN=2 -DCYCLES=2 -DCONN=1 -DGIVEUP=0 -DROGUE=0|$SAFE|-DSAFETY|$FF
+mutant-flatf-adopt-any-shared|fencing+excl|-DBUG_ADOPT_ANY -DSHARED -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=0|$SAFE|-DSAFETY|$FF
+mutant-flatf-token-other|fencing|-DBUG_TOKEN_OTHER -DSHARED -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=1|$SAFE|-DSAFETY|$FF
+mutant-flatf-pdel-owner|foreign|-DBUG_PDEL_OWNER -DN=2 -DCYCLES=2 -DCONN=1 -DGIVEUP=0 -DROGUE=0|$SAFE|-DSAFETY|$FF
+mutant-flatf-retry-any|nonprogress|-DBUG_RETRY_ANY -DPROGRESS -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=0|$NPROG|-DNP|$FF
+mutant-flatf-no-watch|cycle|-DBUG_NO_WATCH -DLIVE -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=0|$LIVE|-DNFAIR=3|$FF
 "
 # Larger bounds: each check a few minutes and a few GB at most. deep-expiry
 # stores states hash-compacted (-DHC4: a state is missed only on a 64-bit
@@ -251,6 +267,12 @@ deep-rw-liveness|none|-DLIVE -DDOWNGRADE -DJUNK -DSTAY=1 -DGW=4 -DROGUE=4|$DLIVE
 deep-lean-parent|none|-DROGUE=1 -DCYC=4 -DCRASH=1|$DSAFE|$DC|$LP
 deep-parent-life|none|-DN=3 -DCYCLES=1 -DGIVEUP=2 -DROGUE=2 -DREAP=1|$DSAFE|$DC|$PL
 deep-parent-life-cycles|none|-DN=2 -DCYCLES=3 -DGIVEUP=2 -DROGUE=2 -DREAP=1|$DSAFE|$DC|$PL
+deep-flatf-three|none|-DN=3 -DCYCLES=2 -DCONN=1 -DGIVEUP=1 -DROGUE=1|$DSAFE|$DC|$FF
+deep-flatf-faults|none|-DN=2 -DCYCLES=2 -DCONN=2 -DEXPIRE=1 -DGIVEUP=1 -DROGUE=1|$DSAFE|$DC|$FF
+deep-flatf-shared|none|-DSHARED -DN=3 -DCONN=1 -DEXPIRE=1 -DGIVEUP=1 -DROGUE=2|$DSAFE|$DC|$FF
+deep-flatf-liveness|none|-DLIVE -DN=3 -DCYCLES=2 -DCONN=1 -DEXPIRE=1 -DGIVEUP=0 -DROGUE=0|$DLIVE|-DNFAIR=3 -DMEMLIM=6000|$FF
+redundant-flatf-blind-retry|none|-DBUG_BLIND_RETRY -DSHARED -DN=3 -DCONN=2 -DGIVEUP=1 -DROGUE=2|$DSAFE|$DC|$FF
+redundant-flatf-learn-alone|none|-DBUG_TOKEN_OTHER -DN=2 -DCYCLES=2 -DCONN=1 -DGIVEUP=1 -DROGUE=2|$DSAFE|$DC|$FF
 deep-gc-lost-creators|none|-DCREATORS=2 -DDELETER=1 -DPAIR=0 -DFAULTS=2 -DCONN=1|$DSAFE|$DC|$GC
 deep-gc-lost|none|-DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=1 -DCONN=1|$DSAFE|$DC|$GC
 deep-gc-faults|none|-DCREATORS=2 -DDELETER=1 -DPAIR=1 -DFAULTS=2 -DCONN=1|$DSAFE|$DC|$GC
