@@ -746,6 +746,27 @@ static void test_unlisted_leaves_parent_last(void) {
   zkl_client_destroy(c);
 }
 
+/* A new root, and in it a parent `name` with zklock's mark and no child,
+ * as someone else's lock leaves it; its path in dir. */
+static void plant_marked(const char *name, char *dir, size_t len) {
+  new_root();
+  snprintf(dir, len, "%s/%s", root, name);
+  CHECK_INT(zoo_create(admin, root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),
+            ==, ZOK);
+  CHECK_INT(zoo_create(admin, dir, "zklock-parent", 13, &ZOO_OPEN_ACL_UNSAFE,
+                       0, NULL, 0),
+            ==, ZOK);
+}
+
+/* dir is there with the data zkl__fault_dir_rewritten (or _replaced) put */
+static void check_rewritten(const char *dir) {
+  char d[16];
+  int dl = sizeof d;
+  struct Stat st;
+  CHECK_INT(zoo_get(admin, dir, 0, d, &dl, &st), ==, ZOK);
+  CHECK(dl == 1 && d[0] == 'x');
+}
+
 /* F10: someone rewrites a marked parent between the close's read of it
  * and the delete (here: a setData the fault sends on the same session
  * just before the delete, which the session's order applies first). The
@@ -754,17 +775,8 @@ static void test_unlisted_leaves_parent_last(void) {
 static void test_tidy_spares_rewritten_parent(void) {
   zkl_client_t *c = client(10000);
   zkl_mutex_t *m;
-  char dir[256], d[16];
-  int dl = sizeof d;
-  struct Stat st;
-  new_root();
-  snprintf(dir, sizeof dir, "%s/rewritten", root);
-  CHECK_INT(zoo_create(admin, root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),
-            ==, ZOK);
-  /* marked, made by someone else's lock */
-  CHECK_INT(zoo_create(admin, dir, "zklock-parent", 13, &ZOO_OPEN_ACL_UNSAFE,
-                       0, NULL, 0),
-            ==, ZOK);
+  char dir[256];
+  plant_marked("rewritten", dir, sizeof dir);
   m = mutex(c, "rewritten");
   CHECK_RC(zkl_mutex_lock(m), ZKL_OK); /* the parent's first node */
   CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
@@ -774,8 +786,7 @@ static void test_tidy_spares_rewritten_parent(void) {
   WAIT_FOR(atomic_load(&zkl__fault_dir_rewritten) == 0, 5000);
   CHECK_INT(atomic_load(&zkl__fault_dir_rewritten), ==, 0);
   WAIT_FOR(!admin_exists(dir), 1000); /* the delete, had it landed */
-  CHECK_INT(zoo_get(admin, dir, 0, d, &dl, &st), ==, ZOK);
-  CHECK(dl == 1 && d[0] == 'x');
+  check_rewritten(dir);
   zkl_client_destroy(c);
 }
 
@@ -785,23 +796,14 @@ static void test_tidy_spares_rewritten_parent(void) {
  * sweep deleted at any version. */
 static void test_sweep_spares_rewritten_parent(void) {
   zkl_client_t *c = client(10000);
-  char dir[256], d[16];
-  int dl = sizeof d;
+  char dir[256];
   size_t removed = 9;
-  struct Stat st;
-  new_root();
-  snprintf(dir, sizeof dir, "%s/swept", root);
-  CHECK_INT(zoo_create(admin, root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),
-            ==, ZOK);
-  CHECK_INT(zoo_create(admin, dir, "zklock-parent", 13, &ZOO_OPEN_ACL_UNSAFE,
-                       0, NULL, 0),
-            ==, ZOK);
+  plant_marked("swept", dir, sizeof dir);
   atomic_store(&zkl__fault_dir_rewritten, 1);
   CHECK_RC(zkl_sweep(c, root, 0, &removed), ZKL_OK);
   CHECK_INT(atomic_load(&zkl__fault_dir_rewritten), ==, 0);
   CHECK_INT((int)removed, ==, 0);
-  CHECK_INT(zoo_get(admin, dir, 0, d, &dl, &st), ==, ZOK);
-  CHECK(dl == 1 && d[0] == 'x');
+  check_rewritten(dir);
   /* control: the same parent, not rewritten, goes */
   CHECK_INT(zoo_set(admin, dir, "zklock-parent", 13, -1), ==, ZOK);
   CHECK_RC(zkl_sweep(c, root, 0, &removed), ZKL_OK);
@@ -820,9 +822,7 @@ static void test_sweep_spares_rewritten_parent(void) {
 static void test_replaced_parent_not_taken(void) {
   zkl_client_t *c = client(10000);
   zkl_mutex_t *m;
-  char dir[256], d[16];
-  int dl = sizeof d;
-  struct Stat st;
+  char dir[256];
   new_root(); /* not made: the first lock makes it, and its parent */
   snprintf(dir, sizeof dir, "%s/replaced", root);
   m = mutex(c, "replaced");
@@ -830,8 +830,7 @@ static void test_replaced_parent_not_taken(void) {
   CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
   CHECK_INT(atomic_load(&zkl__fault_dir_replaced), ==, 0);
   CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
-  CHECK_INT(zoo_get(admin, dir, 0, d, &dl, &st), ==, ZOK);
-  CHECK(dl == 1 && d[0] == 'x');
+  check_rewritten(dir);
   zkl_mutex_destroy(m);
   (void)zoo_delete(admin, dir, -1);
   zkl_client_destroy(c);
