@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # install-deps.sh [--test]: install what building and running zklock needs
 # on Debian 12; with --test, also what its tests need: valgrind, clang for
-# the fuzzers, spin for the model, and the peers the interoperability
-# tests run against (kazoo, Apache Curator with a JDK to compile against).
+# the fuzzers, spin for the model, the peers the interoperability tests
+# run against (kazoo, Apache Curator with a JDK to compile against), and
+# debhelper and lintian for the package test (tests/debian.sh).
 #
 # Idempotent and quiet when everything is already installed, so CI and
 # developers can run it unconditionally.  Needs root only when something is
@@ -13,7 +14,7 @@ PACKAGES="build-essential autoconf automake libtool pkg-config
 libzookeeper-mt-dev zookeeper default-jre-headless procps iproute2
 python3 groff-base util-linux"
 TEST_PACKAGES="valgrind clang libclang-rt-14-dev spin
-python3-kazoo default-jdk-headless libcurator-recipes-java"
+python3-kazoo default-jdk-headless libcurator-recipes-java debhelper lintian"
 case ${1:-} in
 --test) PACKAGES="$PACKAGES $TEST_PACKAGES" ;;
 '') ;;

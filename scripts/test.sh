@@ -7,6 +7,8 @@
 #   sudo bash scripts/test.sh          # -Werror build + ASan/UBSan build
 #   ZKL_TSAN=1 ... also a ThreadSanitizer build
 #   ZKL_DISTCHECK=1 ... also `make distcheck` (checking the tests that need no ensemble)
+#   ZKL_DEBIAN=1 ... also build, lint, install, use and purge the Debian
+#                    packages (tests/debian.sh; installs on this machine)
 #   ZKL_FAST=1 ... only the -Werror build, no fault injection
 #   ZKL_VALGRIND=1 ... also the C tests under valgrind memcheck
 #   ZKL_FUZZ=SECONDS ... also every libFuzzer target for SECONDS each
@@ -129,6 +131,12 @@ if [ -n "${ZKL_DISTCHECK:-}" ]; then
     tail -40 build/normal/distcheck.out
     failed=$((failed + 1))
   fi
+fi
+if [ -n "${ZKL_DEBIAN:-}" ]; then
+  echo "== Debian packages: build, lintian, install, use, purge (at ${SECONDS}s)"
+  DEB_BUILD_OPTIONS=parallel=2 bash tests/debian.sh >build/debian.out 2>&1 || true
+  grep -E '^(PASS|FAIL|debian:)' build/debian.out || tail -40 build/debian.out
+  count_line debian build/debian.out
 fi
 if [ -n "$fuzz_pid" ]; then
   wait "$fuzz_pid" || true
