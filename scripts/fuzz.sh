@@ -36,7 +36,9 @@ for src in ${targets:-fuzz/fuzz_*.c}; do
   t=$(basename "$src" .c)
   corpus=fuzz/corpus/${t#fuzz_}
   extra=""
-  case $t in *_cli) extra="tools/cli.c" ;; esac
+  # the tools' shared sources, as Makefile.am's CLI_SOURCES lists them
+  case $t in *_cli | fuzz_json) extra=$(awk '/^CLI_SOURCES/ { on = 1 } on { print; if (!/\\$/) exit }' Makefile.am |
+    grep -o 'tools/[a-z_]*\.c' | tr '\n' ' ') ;; esac
   # shellcheck disable=SC2086 # word lists on purpose
   if ! $CC $FLAGS -o "$out/$t" "$src" $LIB $extra -lzookeeper_mt -lpthread -lm 2>"$out/$t.build.log"; then
     echo "FAIL: $t (build)"; tail -20 "$out/$t.build.log"; fail=$((fail + 1)); continue

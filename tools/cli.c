@@ -700,14 +700,17 @@ static void put_field(const char *key, const char *val) {
 /* Longest caller data shown by --list: enough to recognise it. */
 #define DATA_SHOWN 64
 
+int64_t cli_wall_ms(void) {
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
 int cli_print_queue(const zkl_contender_t *list, size_t n, const char *first,
                     const char *rest) {
-  struct timeval tv;
-  int64_t now;
+  int64_t now = cli_wall_ms();
   size_t i;
   int held = 0;
-  gettimeofday(&tv, NULL);
-  now = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
   for (i = 0; i < n; i++) {
     const zkl_contender_t *e = &list[i];
     double waited = (double)(now - e->ctime_ms) / 1000.0;

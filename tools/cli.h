@@ -4,6 +4,7 @@
 #define ZKLOCK_CLI_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "zklock.h"
@@ -143,6 +144,10 @@ const char *cli_default_hosts(void);
  * and must neither drive the terminal nor forge fields. */
 void cli_put_escaped(const char *s, size_t n);
 
+/* This machine's wall clock, ms since the epoch: what a node's ctime is
+ * compared with for its age. */
+int64_t cli_wall_ms(void);
+
 /* One line per contender:
  * ROLE [id=I] host=H pid=P owner=O token=T waited=S node=N [data=D]
  * ROLE is `first` for the holder, `rest` for the waiters, and "planted"
@@ -150,5 +155,13 @@ void cli_put_escaped(const char *s, size_t n);
  * 1 when the list has a holder, else 0. */
 int cli_print_queue(const zkl_contender_t *list, size_t n, const char *first,
                     const char *rest);
+
+/* --list --json and --leader --json: one JSON object, then a newline, on
+ * `out` (its keys are documented in zklock(1) and zkelect(1)). `kind` is
+ * "lock" (roles holder, waiter) or "election" (roles leader, candidate,
+ * and a "leader" key); root/name is the queue listed. Returns 1 when the
+ * list has a holder, else 0, as cli_print_queue(). */
+int cli_json_queue(FILE *out, const char *kind, const char *root,
+                   const char *name, const zkl_contender_t *list, size_t n);
 
 #endif

@@ -14,7 +14,7 @@ static const char usage_text[] =
     "usage: zkelect [-s HOSTS] [-r ROOT] [-t SESSION_MS] [-i ID] [-k SECONDS]\n"
     "               [-D] [-a FILE] [--acl ACL] [--on-revoke SIGNAL]\n"
     "               NAME COMMAND [ARG...]\n"
-    "       zkelect [-s HOSTS] [-r ROOT] [-a FILE] --leader NAME\n"
+    "       zkelect [-s HOSTS] [-r ROOT] [-a FILE] --leader [--json] NAME\n"
     "\n"
     "Campaign in the ZooKeeper election ROOT/NAME; run COMMAND only while leader.\n"
     "\n"
@@ -34,6 +34,8 @@ static const char usage_text[] =
     "                            TERM (default), INT, HUP, USR1, USR2, KILL,\n"
     "                            or none\n"
     "  -L, --leader              print the current leader's id\n"
+    "      --json                with --leader: print one JSON object of all\n"
+    "                            the candidates instead (keys: zkelect(1))\n"
     "  -h, --help                this text;  -V, --version\n"
     "\n"
     "Exit: COMMAND's status (128+N if killed by signal N), and 0 only if we\n"
@@ -46,12 +48,12 @@ static const char usage_text[] =
 struct opts {
   cli_conn_t cc;
   const char *root, *id;
-  int leader, lose_on_disconnect;
+  int leader, lose_on_disconnect, json;
   long grace_ms;
 };
 /* main()'s options before parsing; fuzz/fuzz_zkelect_cli.c starts from it too. */
 #define OPTS_DEFAULT                                                           \
-  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL}, "/election", NULL, 0, 0, 5000}
+  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL}, "/election", NULL, 0, 0, 0, 5000}
 
 
 static void cancel_campaign(void *e) { zkl_election_resign(e); }
@@ -74,6 +76,7 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
       {"id", required_argument, 0, 'i'},
       {"lose-on-disconnect", no_argument, 0, 'D'},
       {"leader", no_argument, 0, 'L'},
+      {"json", no_argument, 0, 'j'},
       {"help", no_argument, 0, 'h'},
       {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
@@ -86,6 +89,7 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     case 'i': o->id = optarg; break;
     case 'D': o->lose_on_disconnect = 1; break;
     case 'L': o->leader = 1; break;
+    case 'j': o->json = 1; break;
     case 'h': fputs(usage_text, stdout); return -1;
     case 'V': printf("zkelect %s\n", zkl_version()); return -1;
     default: {
@@ -104,6 +108,8 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     return cli_usage("-i needs an id of 1-128 bytes on one line");
   if (!o->leader && optind + 1 >= argc)
     return cli_usage("missing COMMAND");
+  if (o->json && !o->leader)
+    return cli_usage("--json goes with --leader");
   if (o->leader && optind + 1 < argc)
     return cli_usage("--leader takes only NAME");
   *first = optind;
@@ -122,7 +128,9 @@ static int print_leader(zkl_client_t *c, const struct opts *o,
   }
   /* a node no session owns (planted by hand, listed last) never leads */
   led = n > 0 && q[0].owner != 0;
-  if (led) {
+  if (o->json)
+    led = cli_json_queue(stdout, "election", o->root, name, q, n);
+  else if (led) {
     const char *s = q[0].id ? q[0].id : q[0].node;
     cli_put_escaped(s, strlen(s));
     putchar('\n');

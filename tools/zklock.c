@@ -15,7 +15,7 @@ static const char usage_text[] =
     "              [--shared | --write | --permits N | --flat]\n"
     "              [--on-revoke SIGNAL] [--also NAME2 ...]\n"
     "              NAME COMMAND [ARG...]\n"
-    "       zklock [-s HOSTS] [-r ROOT] [-a FILE] --list NAME\n"
+    "       zklock [-s HOSTS] [-r ROOT] [-a FILE] --list [--json] NAME\n"
     "       zklock [-s HOSTS] [-r ROOT] [-a FILE] --revoke [--grace SECONDS]\n"
     "              [--node NODE] NAME\n"
     "       zklock [-s HOSTS] [-a FILE] --sweep [--older-than SECONDS] ROOT\n"
@@ -52,6 +52,8 @@ static const char usage_text[] =
     "                            lock back: TERM (default), INT, HUP, USR1,\n"
     "                            USR2, KILL, or none\n"
     "  -l, --list                list the holders and the waiters of NAME\n"
+    "      --json                with --list: print one JSON object instead\n"
+    "                            (its keys: zklock(1))\n"
     "      --revoke              ask the holders of NAME to release it\n"
     "      --grace SECONDS       with --revoke: wait this long, then delete\n"
     "                            the nodes of holders that did not release\n"
@@ -74,7 +76,7 @@ static const char usage_text[] =
 struct opts {
   cli_conn_t cc;
   const char *root;
-  int nonblock, list;
+  int nonblock, list, json;
   double wait_s; /* < 0: wait forever */
   long conflict, grace_ms;
   int kazoo, shared, write;
@@ -90,7 +92,7 @@ struct opts {
 };
 /* main()'s options before parsing; fuzz/fuzz_zklock_cli.c starts from it too. */
 #define OPTS_DEFAULT                                                           \
-  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL}, "/locks", 0, 0, -1, 1, 5000, 0, 0, 0, 0, 0, -1, NULL, {0}, 0, 0, 0, -1}
+  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL}, "/locks", 0, 0, 0, -1, 1, 5000, 0, 0, 0, 0, 0, -1, NULL, {0}, 0, 0, 0, -1}
 
 
 /* What we hold: an exclusive mutex, a side of a read-write lock (`write`
@@ -161,9 +163,9 @@ static void on_sem_state(zkl_semaphore_t *sem, int state, uint64_t token,
 static int parse_sweep(int argc, struct opts *o, int *first) {
   if (!o->sweep)
     return cli_usage("--older-than goes with --sweep");
-  if (o->list || o->revoke || o->nonblock || o->wait_s >= 0 || o->flat ||
-      o->kazoo || o->shared || o->write || o->permits || o->nalso ||
-      o->node || o->revoke_grace_s >= 0)
+  if (o->list || o->json || o->revoke || o->nonblock || o->wait_s >= 0 ||
+      o->flat || o->kazoo || o->shared || o->write || o->permits ||
+      o->nalso || o->node || o->revoke_grace_s >= 0)
     return cli_usage("--sweep takes only ROOT (and --older-than)");
   if (optind + 1 != argc)
     return cli_usage("--sweep takes one ROOT");
@@ -180,6 +182,7 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
       {"timeout", required_argument, 0, 'w'},
       {"conflict-exit-code", required_argument, 0, 'E'},
       {"list", no_argument, 0, 'l'},
+      {"json", no_argument, 0, 'j'},
       {"kazoo", no_argument, 0, 'K'},
       {"flat", no_argument, 0, 'F'},
       {"shared", no_argument, 0, 'R'},
@@ -202,6 +205,7 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     case 'r': o->root = optarg; break;
     case 'n': o->nonblock = 1; break;
     case 'l': o->list = 1; break;
+    case 'j': o->json = 1; break;
     case 'K': o->kazoo = 1; break;
     case 'F': o->flat = 1; break;
     case 'R': o->shared = 1; break;
@@ -274,6 +278,8 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     return CLI_EXIT_USAGE;
   if (!o->list && !o->revoke && optind + 1 >= argc)
     return cli_usage("missing COMMAND");
+  if (o->json && !o->list)
+    return cli_usage("--json goes with --list");
   if (o->list && optind + 1 < argc)
     return cli_usage("--list takes only NAME");
   if (o->revoke && optind + 1 < argc)
@@ -292,7 +298,8 @@ static int list_queue(zkl_client_t *c, const struct opts *o,
     snprintf(what, sizeof what, "cannot list %s/%s", o->root, name);
     return cli_fail(what, rc);
   }
-  held = cli_print_queue(q, n, "holder", "waiter");
+  held = o->json ? cli_json_queue(stdout, "lock", o->root, name, q, n)
+                 : cli_print_queue(q, n, "holder", "waiter");
   zkl_contenders_free(q, n);
   return held ? 0 : 1;
 }
