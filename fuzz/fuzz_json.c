@@ -12,14 +12,9 @@
 
 #include "../tools/cli.h"
 #include "../tools/json.h"
+#include "must.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
-
-#define MUST(cond)                                                             \
-  do {                                                                         \
-    if (!(cond))                                                               \
-      __builtin_trap();                                                        \
-  } while (0)
 
 /* ---- a strict JSON reader ------------------------------------------------ */
 

@@ -10,14 +10,9 @@
 #include <unistd.h>
 
 #include "../lib/internal.h"
+#include "must.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
-
-#define MUST(cond)                                                             \
-  do {                                                                         \
-    if (!(cond))                                                               \
-      __builtin_trap();                                                        \
-  } while (0)
 
 static const char magic[] = "zklock 1\n";
 #define MAGIC_LEN (sizeof magic - 1)
