@@ -160,7 +160,8 @@ int cli_print_queue(const zkl_contender_t *list, size_t n, const char *first,
  * `out` (its keys are documented in zklock(1) and zkelect(1)). `kind` is
  * "lock" (roles holder, waiter) or "election" (roles leader, candidate,
  * and a "leader" key); root/name is the queue listed. Returns 1 when the
- * list has a holder, else 0, as cli_print_queue(). */
+ * list has a holder, else 0, as cli_print_queue(); -1, with the message
+ * on stderr, when `out` could not take it all. */
 int cli_json_queue(FILE *out, const char *kind, const char *root,
                    const char *name, const zkl_contender_t *list, size_t n);
 

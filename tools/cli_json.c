@@ -2,6 +2,7 @@
  * zklock --list --json and zkelect --leader --json. The key set is fixed:
  * a field the node does not say is null, never left out (zklock(1),
  * zkelect(1)). */
+#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -90,5 +91,10 @@ int cli_json_queue(FILE *out, const char *kind, const char *root,
   json_array_end(&j);
   json_object_end(&j);
   fputc('\n', out);
+  /* a reader must not take a cut-off object for the whole listing */
+  if (fflush(out) != 0 || ferror(out)) {
+    cli_error("cannot write the listing: %s", strerror(errno));
+    return -1;
+  }
   return held;
 }

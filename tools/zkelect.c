@@ -136,7 +136,7 @@ static int print_leader(zkl_client_t *c, const struct opts *o,
     putchar('\n');
   }
   zkl_contenders_free(q, n);
-  return led ? 0 : 1;
+  return led < 0 ? CLI_EXIT_SOFTWARE : led ? 0 : 1;
 }
 
 /* Campaigns until elected; 0 (leader since *granted) or an exit code. */

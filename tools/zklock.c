@@ -301,7 +301,7 @@ static int list_queue(zkl_client_t *c, const struct opts *o,
   held = o->json ? cli_json_queue(stdout, "lock", o->root, name, q, n)
                  : cli_print_queue(q, n, "holder", "waiter");
   zkl_contenders_free(q, n);
-  return held ? 0 : 1;
+  return held < 0 ? CLI_EXIT_SOFTWARE : held ? 0 : 1;
 }
 
 /* --revoke: ask, and with --grace force; 0 when done, 1 when nobody
