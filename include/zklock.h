@@ -269,6 +269,157 @@ ZKL_EXTERN int zkl_client_session_timeout(const zkl_client_t *client);
 ZKL_EXTERN uint64_t zkl_client_request_count(const zkl_client_t *client);
 
 /*
+ * Counters of a client since it was created, for monitoring
+ * (examples/metrics.c writes them in Prometheus's text format).
+ *
+ * ACQUIRES. An acquire is counted once, when it ends, by its recipe (the
+ * first index, ZKL_STATS_MUTEX...) and its outcome (the second,
+ * ZKL_STATS_OK...): every blocking, try, timed and asynchronous acquire of
+ * a mutex, a read-write lock, a lease, a multi-lock's set, and each
+ * candidacy of an election (which "acquires" when it leads, and is
+ * cancelled when it resigns before). Not counted: a thread's reentrant
+ * lock of what it holds already (the depth goes up, nothing else happens:
+ * that path costs no request and no lock, and no counter either), nor a
+ * call refused before it starts (ZKL_EINVAL, ZKL_EDEADLK, ZKL_EFORKED...).
+ *
+ * THE STRUCT GROWS ONLY AT ITS END. Set `size` to sizeof the struct before
+ * the call, as compiled (zkl_client_stats_t st = {.size = sizeof st}). The
+ * library zeroes that many bytes, fills those of them it knows, and sets
+ * `size` to how many it filled: a program built against an older header
+ * gets the fields it knows; one built against a newer header, run with an
+ * older library, finds `size` smaller than it asked and the fields past
+ * it zero. Fields are never moved, resized or reused; array bounds
+ * (ZKL_STATS_RECIPES, ZKL_STATS_OUTCOMES, ZKL_STATS_REQ_KINDS,
+ * ZKL_STATS_BUCKETS) leave room and never change; new recipes and request
+ * kinds take indexes below them that are zero until then.
+ *
+ * COST. Each counter is a relaxed atomic, added to on paths that run under
+ * the client's lock or on its own threads anyway: no counter takes a lock,
+ * and the reentrant path counts nothing. Each counter is exact; the
+ * struct is not one snapshot: read while other threads work, two counters
+ * may each be from a slightly different moment.
+ */
+
+/* Recipes: the first index of zkl_client_stats_t.acquires. */
+enum {
+  ZKL_STATS_MUTEX = 0,     /* zkl_mutex_t, a queue lock */
+  ZKL_STATS_FLAT = 1,      /* zkl_mutex_t with ZKL_MUTEX_FLAT */
+  ZKL_STATS_READ = 2,      /* zkl_rwlock_t in read mode */
+  ZKL_STATS_WRITE = 3,     /* zkl_rwlock_t in write mode */
+  ZKL_STATS_SEMAPHORE = 4, /* a lease of a zkl_semaphore_t */
+  ZKL_STATS_ELECTION = 5,  /* a candidacy of a zkl_election_t */
+  ZKL_STATS_MULTILOCK = 6, /* a zkl_multilock_t's whole set, counted once */
+  ZKL_STATS_RECIPES = 8    /* the array's bound: 7 is free for later */
+};
+
+/* Outcomes: the second index of zkl_client_stats_t.acquires. */
+enum {
+  ZKL_STATS_OK = 0,       /* held (ZKL_OK) */
+  ZKL_STATS_TIMEDOUT = 1, /* ZKL_ETIMEDOUT, and a try's ZKL_EBUSY (a
+                             timeout of zero) */
+  ZKL_STATS_CANCELED = 2, /* ZKL_ECANCELED: a cancel, an async acquire
+                             given up (zkl_hold_cancel()), a resignation */
+  ZKL_STATS_ERROR = 3,    /* any other code (ZKL_EREVOKED, ZKL_ECLOSED,
+                             ZKL_EMISMATCH, a ZooKeeper code...) */
+  ZKL_STATS_OUTCOMES = 4
+};
+
+/* Kinds of requests: the index of zkl_client_stats_t.requests. */
+enum {
+  ZKL_STATS_REQ_CREATE = 0,       /* create (also inside a transaction) */
+  ZKL_STATS_REQ_DELETE = 1,       /* delete (also inside a transaction) */
+  ZKL_STATS_REQ_GET_DATA = 2,     /* getData, with or without a watch */
+  ZKL_STATS_REQ_EXISTS = 3,       /* exists, with or without a watch */
+  ZKL_STATS_REQ_GET_CHILDREN = 4, /* getChildren */
+  ZKL_STATS_REQ_SET_DATA = 5,     /* setData */
+  ZKL_STATS_REQ_SYNC = 6,         /* sync */
+  ZKL_STATS_REQ_MULTI = 7,        /* a transaction sent as one request (a
+                                     guarded write's, a multi-lock's join) */
+  ZKL_STATS_REQ_KINDS = 12        /* the array's bound: 8..11 are free */
+};
+
+/* Buckets of a histogram: bucket 0 counts the values 0 and 1, bucket i
+ * (1..30) the values in [2^i, 2^(i+1)), bucket 31 every value from 2^31
+ * on. The unit is the microsecond: bucket 10 is about 1 to 2 ms, bucket
+ * 20 about 1 to 2 s, bucket 31 from about 36 minutes. */
+#define ZKL_STATS_BUCKETS 32
+
+typedef struct zkl_stats_histogram {
+  uint64_t bucket[ZKL_STATS_BUCKETS]; /* counts, not cumulative */
+  uint64_t count;                     /* values recorded: the buckets' sum */
+  uint64_t sum_us;                    /* their sum, microseconds */
+} zkl_stats_histogram_t;
+
+typedef struct zkl_client_stats {
+  /* In: sizeof(zkl_client_stats_t) as the caller was compiled. Out: the
+   * bytes the library filled (see THE STRUCT GROWS ONLY AT ITS END). */
+  uint32_t size;
+  uint32_t reserved0;
+  /* Acquires ended, by recipe and outcome (see ACQUIRES). */
+  uint64_t acquires[ZKL_STATS_RECIPES][ZKL_STATS_OUTCOMES];
+  /* Acquires that found the lock taken: they waited behind another node
+   * (whatever their outcome), or gave up at once (a try's ZKL_EBUSY) or at
+   * their deadline (every ZKL_ETIMEDOUT is counted here). A multi-lock's
+   * set counts once, when any member waited. */
+  uint64_t contended;
+  /* Acquires granted by the hand-off: the nodes they watched were
+   * deleted, and they held without listing the queue again (at most a read
+   * of their own node, when its watch was not confirmed yet). The others
+   * of the contended ones that held listed the queue again, after a
+   * reconnection, or when a plan could not prove that nobody came in
+   * between. */
+  uint64_t handoffs;
+  /* Holds (and leaderships) that turned ZKL_STATE_LOST: node deleted or
+   * rewritten by someone else, session expired, disconnected too long, or
+   * disconnected with ZKL_ELECTION_LOSE_ON_DISCONNECT. */
+  uint64_t lost;
+  /* Holds asked to give back: a revocation request (zkl_revoke(),
+   * Curator's) read on their node, once per acquisition; a waiter whose
+   * node is asked before it holds counts too. */
+  uint64_t revoked;
+  /* Of the holds lost, those that had heard a revocation request: their
+   * node deleted by the revoker after its grace, their calls then
+   * ZKL_EREVOKED (counted in `lost` too). A forced hold that never heard
+   * the request is only in `lost`. */
+  uint64_t forced;
+  /* Sessions that expired (not those closed by zkl_client_destroy(), nor a
+   * rejection of the credentials). */
+  uint64_t sessions_expired;
+  /* Connections made again to a session that had been connected (to the
+   * same or another server): not the first connection of each session. */
+  uint64_t reconnections;
+  /* Requests sent, by kind (ZKL_STATS_REQ_*). They add up to
+   * zkl_client_request_count() (taken when no request is being sent): a
+   * write that goes out in a group-commit transaction counts as its own
+   * kind, a transaction sent as one request as ZKL_STATS_REQ_MULTI. */
+  uint64_t requests[ZKL_STATS_REQ_KINDS];
+  /* Transactions (ZooKeeper multi requests) sent, group commit's and the
+   * ZKL_STATS_REQ_MULTI ones, and the operations they carried in all. A
+   * transaction sent again without the op that failed counts again. */
+  uint64_t transactions;
+  uint64_t transaction_ops;
+  /* From the start of an acquire to the grant, of every acquire counted
+   * ZKL_STATS_OK. */
+  zkl_stats_histogram_t wait;
+  /* From the grant of such a hold to its end: the answer to its release
+   * (zkl_mutex_unlock()'s last level, zkl_hold_release(), a destroy that
+   * releases, a guarded write with ZKL_GUARD_RELEASE, a resignation), or
+   * the release of a hold lost before, which sends nothing. A
+   * multi-lock's set counts once. */
+  zkl_stats_histogram_t hold;
+} zkl_client_stats_t;
+
+/*
+ * Fill *out with the client's counters since its creation (see above).
+ * out->size must be set first. Returns ZKL_OK, ZKL_EINVAL (NULL client or
+ * out, or out->size smaller than 8: nothing written). Never blocks, takes
+ * no lock, sends nothing; callable from any thread and from callbacks,
+ * also in a child of fork() (the counters as they were at the fork).
+ */
+ZKL_EXTERN int zkl_client_stats(const zkl_client_t *client,
+                                zkl_client_stats_t *out);
+
+/*
  * With ZKL_CLIENT_DISPATCH: a file descriptor that is readable (poll,
  * epoll, select; level-triggered) while callbacks wait for
  * zkl_client_dispatch(). The client owns it: do not read, write or close

@@ -208,6 +208,38 @@ enum zkl__sess_news {
   ZKL__SESS_KICK /* something a waiting acquire may need changed */
 };
 
+/* ---- stats.c: the client's counters (zkl_client_stats()) --------------- */
+/* Every field a relaxed atomic: added to from any thread, under c->mu or
+ * not, and read by zkl_client_stats() with no lock. */
+typedef struct zkl__hist {
+  _Atomic uint64_t bucket[ZKL_STATS_BUCKETS];
+  _Atomic uint64_t count, sum_us;
+} zkl__hist_t;
+typedef struct zkl__stats {
+  _Atomic uint64_t acquires[ZKL_STATS_RECIPES][ZKL_STATS_OUTCOMES];
+  _Atomic uint64_t contended, handoffs, lost, revoked, forced;
+  _Atomic uint64_t expired, reconnections;
+  _Atomic uint64_t requests[ZKL_STATS_REQ_KINDS];
+  _Atomic uint64_t transactions, transaction_ops;
+  zkl__hist_t wait, hold;
+} zkl__stats_t;
+static inline void zkl__stat_add(_Atomic uint64_t *ctr, uint64_t n) {
+  atomic_fetch_add_explicit(ctr, n, memory_order_relaxed);
+}
+/* Microseconds of CLOCK_MONOTONIC: the histograms' clock. */
+ZKL__HIDDEN int64_t zkl__now_us(void);
+/* The ZKL_STATS_* bucket of a value (negative: 0). */
+ZKL__HIDDEN int zkl__stats_bucket(int64_t v);
+/* A transaction of `ops` operations was sent. */
+ZKL__HIDDEN void zkl__stats_transaction(zkl__stats_t *st, int ops);
+/* Records now - since_us in h. */
+ZKL__HIDDEN void zkl__stats_time(zkl__hist_t *h, int64_t since_us);
+/* An acquire of `recipe` (ZKL_STATS_*) ended with rc, started at
+ * start_us; contended and handoff as zkl_client_stats_t counts them. */
+ZKL__HIDDEN void zkl__stats_acquire(zkl__stats_t *st, int recipe, int rc,
+                                    int contended, int handoff,
+                                    int64_t start_us);
+
 struct zkl_client {
   pthread_mutex_t mu;
   /* Hooks wired by client.c, so that the lower layers never name the
@@ -240,6 +272,7 @@ struct zkl_client {
                             * in requests (ZOOKEEPER-4537, lib/zk/batch.c) */
   _Atomic int64_t session_id;
   _Atomic int pub_state;
+  zkl__stats_t stats; /* zkl_client_stats() */
   uint64_t next_id;
 
   zkl__acq_t *acqs;

@@ -50,6 +50,9 @@ static int is_hold(const zkl__acq_t *a) {
 /* Under c->mu: the hold is gone for good. Its session reference is dropped
  * at once so that an expired handle can be closed. */
 static void lose(zkl_client_t *c, zkl__acq_t *a) {
+  zkl__stat_add(&c->stats.lost, 1);
+  if (a->revoke_asked) /* asked first: the revoker's force, as far as we know */
+    zkl__stat_add(&c->stats.forced, 1);
   zkl__set_state(c, a, ZKL_STATE_LOST);
   zkl__session_put(c, a->sess);
   a->sess = NULL;
@@ -239,6 +242,7 @@ static void on_verified(zkl__call_t *call) {
     if (mine && !a->revoke_asked &&
         zkl__revoke_asked(call->data, (size_t)call->data_len)) {
       a->revoke_asked = 1;
+      zkl__stat_add(&c->stats.revoked, 1);
       zkl__post_log(c, ZKL_LOG_INFO, "%s: revocation requested", a->path);
     }
     if (is_hold(a)) {

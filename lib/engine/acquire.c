@@ -612,7 +612,7 @@ static void wait_end(zkl__acq_t *a, int rc) {
   else
     rc = ZKL__RELIST;
   zkl__waitset_free(&r->w);
-  if (rc == ZKL__HOLD)
+  if ((r->handoff = rc == ZKL__HOLD)) /* zkl_client_stats_t.handoffs */
     confirm(a, 0);
   else if (rc == ZKL__REVOKED)
     check_revoked(a);

@@ -44,6 +44,7 @@ struct zkl__queue {
   const char *marker; /* "-lock-", "-elect-", "__WRIT__": exclusive nodes */
   const char *marker_shared; /* "__READ__": shared nodes, or NULL */
   int limit;          /* a semaphore's leases (marker "-lease-"), or 0 */
+  int recipe;         /* ZKL_STATS_*: what its acquires count as */
   char *dir_data;     /* what <dir>'s data must say ("max=N"), or NULL */
   int64_t dir_czxid;  /* the <dir> found to say it, or 0 (under c->mu) */
   int32_t dir_version; /* at that data version: a rewrite changes it */
@@ -142,6 +143,8 @@ struct zkl__acq {
   int32_t dversion;
   int tainted;
   int waited; /* a multi-lock member's run waited before it granted */
+  int64_t held_us; /* zkl__now_us() of the grant, for the hold histogram;
+                    * 0: not counted (a multi-lock's members but one) */
   struct zkl__run *run;  /* while acquiring: the protocol's machine (run.c) */
   /* Set by the run (run.c) while it acquires: something it may wait
    * for happened (a watched node, the connection, a cancel). acq.c and
@@ -231,6 +234,8 @@ typedef struct {
   size_t len;
   unsigned flags;            /* ZKL__Q_* */
   int limit;                 /* a semaphore's leases (its "max=N"), or 0 */
+  int recipe;                /* ZKL_STATS_* (a read-write lock's: WRITE,
+                                and its shared acquires count as READ) */
   void (*notify)(zkl__queue_t *q, int state, uint64_t token); /* or NULL */
 } zkl__queue_spec_t;
 /* The fields every recipe fills alike; `o` is its options, maybe NULL. */
@@ -387,6 +392,8 @@ struct zkl__run {
   int64_t deadline; /* -1: none */
   uint64_t gen;     /* q->cancel_gen when we started */
   int waited;       /* we waited for someone (a semaphore relays) */
+  int handoff;      /* the last wait ended in the zero-read hand-off */
+  int64_t start_us; /* zkl__now_us() at the start: the wait histogram */
   int behind;       /* our last listing had contenders after us */
   int agreed;       /* the queue's directory data matched q->dir_data */
   int nonode;

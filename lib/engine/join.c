@@ -322,6 +322,7 @@ void zkl__join_check(zkl__acq_t *a, void (*then)(zkl__acq_t *a, int rc)) {
       rc = ZKL__AGAIN;
     waited |= h->waited;
   }
+  a->run->waited |= waited; /* the set's, for zkl_client_stats() */
   if (rc != ZKL_OK || !waited || j->n < 2) {
     then(a, rc);
     return;

@@ -24,6 +24,7 @@ static int queue_init(zkl__queue_t *q, zkl_client_t *c,
   q->marker_shared = sp->marker_shared;
   q->flags = sp->flags;
   q->limit = sp->limit;
+  q->recipe = sp->recipe;
   q->notify = sp->notify;
   q->dir = zkl__child(sp->root, sp->name);
   q->prefix = q->dir ? zkl__concat(q->dir, "/") : NULL;

@@ -33,6 +33,19 @@ static void run_free(zkl__run_t *r) {
   free(r);
 }
 
+/* The acquire's end, for zkl_client_stats(): a multi-lock's set is
+ * counted by its conductor (the bare run), not by its members' runs. */
+static void count_end(const zkl__acq_t *a, const zkl__run_t *r, int rc) {
+  const zkl__queue_t *q = a->q;
+  int recipe = r->owner ? ZKL_STATS_MULTILOCK : q->recipe;
+  if (r->member)
+    return;
+  if (recipe == ZKL_STATS_WRITE && a->shared)
+    recipe = ZKL_STATS_READ;
+  zkl__stats_acquire(&q->c->stats, recipe, rc, r->waited, r->handoff,
+                     r->start_us);
+}
+
 /* The run is over: a hold is granted, or the acquisition unwinds and a is
  * freed. Under c->mu. `wait`: the caller may wait for the delete of our
  * node (a blocking acquire); else it is left to the event thread. */
@@ -44,6 +57,7 @@ static int settle(zkl__acq_t *a, int wait) {
   int member = r->member;
   if (r->owner) {
     /* a bare run's acquisition only carried it: nothing to hold */
+    count_end(a, r, rc);
     a->run = NULL;
     run_free(r);
     zkl__acq_free(c, a);
@@ -51,6 +65,7 @@ static int settle(zkl__acq_t *a, int wait) {
   }
   if (rc == ZKL_OK && r->abandoned)
     rc = ZKL_ECANCELED; /* granted as it was given up: nobody is told */
+  count_end(a, r, rc);
   if (member)
     a->waited = r->waited;
   a->run = NULL;
@@ -62,6 +77,7 @@ static int settle(zkl__acq_t *a, int wait) {
     return rc;
   }
   if (rc == ZKL_OK) {
+    a->held_us = member ? 0 : zkl__now_us();
     zkl__set_state(c, a,
                    c->state == ZKL_CLIENT_CONNECTED ? ZKL_STATE_HELD
                                                     : ZKL_STATE_AT_RISK);
@@ -104,6 +120,7 @@ static zkl__acq_t *run_new(zkl__queue_t *q, int mode, int shared,
   r->mode = mode;
   r->deadline = mode == ZKL__TIMED ? deadline_ms : -1;
   r->first = 1;
+  r->start_us = zkl__now_us();
   r->next = zkl__step_top;
   r->gen = q->cancel_gen;
   r->done_fn = done;

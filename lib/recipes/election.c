@@ -97,6 +97,7 @@ int zkl_election_create(zkl_election_t **out, zkl_client_t *c,
   e->fn = o ? o->fn : NULL;
   e->ctx = o ? o->ctx : NULL;
   spec.marker = "-elect-";
+  spec.recipe = ZKL_STATS_ELECTION;
   spec.id = id;
   spec.flags = flags;
   spec.notify = e->fn ? election_notify : NULL;

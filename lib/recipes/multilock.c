@@ -253,6 +253,7 @@ static int open_member(zkl_multilock_t *ml, size_t i, const char *root,
   spec.flags = (flags & ZKL_MUTEX_NO_NODE_WATCH ? ZKL__Q_NO_NODE_WATCH : 0) |
                (kazoo ? ZKL__Q_KEEP_DIR : 0);
   spec.notify = member_notify; /* a loss ends the set: drop_siblings */
+  spec.recipe = ZKL_STATS_MULTILOCK;
   ml->j.q[i] = &me->q;
   ml->j.shared[i] = shared;
   return zkl__queue_open(&me->q, ml->c, &spec, me);
@@ -326,6 +327,7 @@ static void acquired(zkl__join_t *j, int rc, void *ctx) {
   (void)j;
   if (rc == ZKL_OK) {
     ml->held = 1;
+    ml->j.a[0]->held_us = zkl__now_us(); /* the set's hold, counted once */
     /* the set's HELD: the members' came while it did not hold yet */
     atomic_fetch_add(&ml->epoch, 1);
     zkl__post_state(c, ml->j.a[0], atomic_load(&ml->j.a[0]->state));

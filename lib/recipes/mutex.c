@@ -59,8 +59,10 @@ int zkl_mutex_create(zkl_mutex_t **out, zkl_client_t *c, const char *name,
     spec.flags = ZKL__Q_NO_NODE_WATCH;
   if (o && (o->flags & ZKL_MUTEX_KAZOO))
     spec.flags |= ZKL__Q_KEEP_DIR;
-  if (o && (o->flags & ZKL_MUTEX_FLAT))
+  if (o && (o->flags & ZKL_MUTEX_FLAT)) {
     spec.flags |= ZKL__Q_FLAT;
+    spec.recipe = ZKL_STATS_FLAT;
+  }
   spec.notify = m->fn ? mutex_notify : NULL;
   if ((rc = zkl__queue_open(&m->q, c, &spec, m)) != ZKL_OK) {
     free(m);

@@ -52,6 +52,7 @@ int zkl_rwlock_create(zkl_rwlock_t **out, zkl_client_t *c, const char *name,
   rw->ctx = o ? o->state_ctx : NULL;
   spec.marker = kazoo ? "__lock__" : "__WRIT__";
   spec.marker_shared = kazoo ? "__rlock__" : "__READ__";
+  spec.recipe = ZKL_STATS_WRITE; /* a reader's counts as ZKL_STATS_READ */
   if (o && (o->flags & ZKL_RWLOCK_NO_NODE_WATCH))
     spec.flags = ZKL__Q_NO_NODE_WATCH;
   if (kazoo)

@@ -63,6 +63,7 @@ int zkl_semaphore_create(zkl_semaphore_t **out, zkl_client_t *c,
   snprintf(sem->marker, sizeof sem->marker, "-n%u-lease-", leases);
   spec.marker = sem->marker;
   spec.limit = (int)leases;
+  spec.recipe = ZKL_STATS_SEMAPHORE;
   spec.notify = sem->fn ? sem_notify : NULL;
   if ((rc = zkl__queue_open(&sem->q, c, &spec, sem)) != ZKL_OK) {
     free(sem);

@@ -217,8 +217,9 @@ static void on_stat_learnt(zkl__call_t *st) {
 /* Under c->mu: a create applied in a transaction; asks for its stat. */
 static void learn_stat(bop_t *op) {
   zkl__call_init_fn(&op->st, op->call->c, on_stat_learnt, op);
-  if (zkl__issued(&op->st, zoo_aexists(op->s->zh, op->out, 0, zkl__on_stat,
-                                      &op->st)) != ZOK) {
+  if (zkl__issued(&op->st, ZKL_STATS_REQ_EXISTS,
+                  zoo_aexists(op->s->zh, op->out, 0, zkl__on_stat,
+                              &op->st)) != ZOK) {
     create_done(op, ZCONNECTIONLOSS, 0);
     op->learnt = 1;
     op_release(op);
@@ -432,6 +433,7 @@ static int send_batch(zkl__session_t *s, batch_t *b) {
   rc = zkl__zoo_amulti(s->zh, b->nz, b->zops, b->res, on_multi, b);
   if (rc != ZOK)
     return rc;
+  zkl__stats_transaction(&s->c->stats, b->nz);
   b->sent = 1;
   /* in the order they were asked */
   for (rd = b->rds, b->rds = NULL; rd; rd = next) {

@@ -69,12 +69,13 @@ void zkl__call_batch(zkl__call_t **calls, int n, int *left) {
     calls[i]->left = left;
 }
 
-/* Counts the request. When the client refused it outright no completion
+/* Counts the request, in all and by kind. When the client refused it outright no completion
  * will come: a waited-for call is done now; a call with a function is
  * left to the caller, which may hold c->mu. */
-int zkl__issued(zkl__call_t *call, int rc) {
+int zkl__issued(zkl__call_t *call, int kind, int rc) {
   zkl_client_t *c = call->c;
   atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
+  zkl__stat_add(&c->stats.requests[kind], 1);
   if (rc != ZOK && !call->fn) {
     pthread_mutex_lock(&c->mu);
     zkl__call_finish(call, rc);

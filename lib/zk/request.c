@@ -20,10 +20,10 @@ static int out(zkl__call_t *call, zkl__session_t *s) {
   return ZOK;
 }
 
-static int sent(zkl__call_t *call, int rc) {
+static int sent(zkl__call_t *call, int kind, int rc) {
   if (rc != ZOK && call->wsess) /* refused: never out */
     zkl__session_write_in(call->wsess);
-  return zkl__issued(call, rc);
+  return zkl__issued(call, kind, rc);
 }
 
 static void back(const void *data) {
@@ -54,11 +54,12 @@ static void on_sync(int rc, const char *value, const void *data) {
 int zkl__create(zkl__call_t *call, zkl__session_t *s, const char *path,
                 const char *data, int len, int flags) {
   if (!(flags & ZOO_CONTAINER)) /* see batch.c */
-    return zkl__issued(call,
+    return zkl__issued(call, ZKL_STATS_REQ_CREATE,
                        zkl__batch_create(call, s, path, data, len, flags));
   out(call, s);
-  return sent(call, zoo_acreate2(s->zh, path, data, len, call->c->acl, flags,
-                                 on_create_w, call));
+  return sent(call, ZKL_STATS_REQ_CREATE,
+              zoo_acreate2(s->zh, path, data, len, call->c->acl, flags,
+                           on_create_w, call));
 }
 
 int zkl__create_dir(zkl__call_t *call, zkl__session_t *s, const char *path,
@@ -66,69 +67,76 @@ int zkl__create_dir(zkl__call_t *call, zkl__session_t *s, const char *path,
   if (!data && !persistent) /* ours to sweep (zkl_sweep) */
     data = ZKL__DIR_MARK, len = (int)strlen(ZKL__DIR_MARK);
   out(call, s);
-  return sent(call, zoo_acreate2(s->zh, path, data, len, call->c->acl,
-                                 persistent ? 0 : ZOO_CONTAINER, on_create_w,
-                                 call));
+  return sent(call, ZKL_STATS_REQ_CREATE,
+              zoo_acreate2(s->zh, path, data, len, call->c->acl,
+                           persistent ? 0 : ZOO_CONTAINER, on_create_w, call));
 }
 
 int zkl__create_with_dir(zkl__call_t *call, zkl__call_t *pcall,
-                         zkl__session_t *s, const char *path,
-                         const char *data, int len, int flags,
-                         const char *dir) {
+                         zkl__session_t *s, const char *path, const char *data,
+                         int len, int flags, const char *dir) {
   int rc = zkl__batch_create_pair(call, pcall, s, path, data, len, flags, dir);
-  zkl__issued(pcall, rc);
-  return zkl__issued(call, rc);
+  zkl__issued(pcall, ZKL_STATS_REQ_CREATE, rc);
+  return zkl__issued(call, ZKL_STATS_REQ_CREATE, rc);
 }
 
 int zkl__children(zkl__call_t *call, zkl__session_t *s, const char *path) {
   return zkl__issued(
-      call, zoo_aget_children2(s->zh, path, 0, zkl__on_children, call));
+      call, ZKL_STATS_REQ_GET_CHILDREN,
+      zoo_aget_children2(s->zh, path, 0, zkl__on_children, call));
 }
 
 int zkl__children_after(zkl__call_t *call, zkl__session_t *s, const char *path,
                         zkl__call_t *create) {
-  return zkl__issued(call, zkl__batch_list(call, s, path, create));
+  return zkl__issued(call, ZKL_STATS_REQ_GET_CHILDREN,
+                     zkl__batch_list(call, s, path, create));
 }
 
 int zkl__get(zkl__call_t *call, zkl__session_t *s, const char *path,
              int watch) {
   /* getData, not exists: a node already gone leaves no dangling watch. */
   if (watch)
-    return zkl__issued(call, zoo_awget(s->zh, path, call->c->watcher, call->c,
-                                       zkl__on_data, call));
-  return zkl__issued(call, zoo_aget(s->zh, path, 0, zkl__on_data, call));
+    return zkl__issued(
+        call, ZKL_STATS_REQ_GET_DATA,
+        zoo_awget(s->zh, path, call->c->watcher, call->c, zkl__on_data, call));
+  return zkl__issued(call, ZKL_STATS_REQ_GET_DATA,
+                     zoo_aget(s->zh, path, 0, zkl__on_data, call));
 }
 
 int zkl__exists(zkl__call_t *call, zkl__session_t *s, const char *path) {
-  return zkl__issued(call, zoo_aexists(s->zh, path, 0, zkl__on_stat, call));
+  return zkl__issued(call, ZKL_STATS_REQ_EXISTS,
+                     zoo_aexists(s->zh, path, 0, zkl__on_stat, call));
 }
 
 int zkl__exists_watch(zkl__call_t *call, zkl__session_t *s, const char *path) {
-  return zkl__issued(call, zoo_awexists(s->zh, path, call->c->watcher, call->c,
-                                        zkl__on_stat, call));
+  return zkl__issued(
+      call, ZKL_STATS_REQ_EXISTS,
+      zoo_awexists(s->zh, path, call->c->watcher, call->c, zkl__on_stat, call));
 }
 
 int zkl__delete(zkl__call_t *call, zkl__session_t *s, const char *path) {
-  return zkl__issued(call, zkl__batch_delete(call, s, path, -1));
+  return zkl__issued(call, ZKL_STATS_REQ_DELETE,
+                     zkl__batch_delete(call, s, path, -1));
 }
 
 int zkl__delete_at(zkl__call_t *call, zkl__session_t *s, const char *path,
                    int version) {
-  return zkl__issued(call, zkl__batch_delete(call, s, path, version));
+  return zkl__issued(call, ZKL_STATS_REQ_DELETE,
+                     zkl__batch_delete(call, s, path, version));
 }
 
 int zkl__delete_with_parent(zkl__call_t *call, zkl__call_t *pcall,
                             zkl__session_t *s, const char *path,
                             const char *dir) {
   int rc = zkl__batch_delete_pair(call, pcall, s, path, dir);
-  zkl__issued(pcall, rc);
-  return zkl__issued(call, rc);
+  zkl__issued(pcall, ZKL_STATS_REQ_DELETE, rc);
+  return zkl__issued(call, ZKL_STATS_REQ_DELETE, rc);
 }
 
 int zkl__set(zkl__call_t *call, zkl__session_t *s, const char *path,
              const char *data, int len, int version) {
   out(call, s);
-  return sent(call,
+  return sent(call, ZKL_STATS_REQ_SET_DATA,
               zoo_aset(s->zh, path, data, len, version, on_stat_w, call));
 }
 
@@ -140,18 +148,22 @@ void zkl__set_nowait(zkl__session_t *s, const char *path, const char *data,
                      int len, int version) {
   zkl_client_t *c = s->c;
   atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
+  zkl__stat_add(&c->stats.requests[ZKL_STATS_REQ_SET_DATA], 1);
   /* the C client copies path and data into its request at once */
   (void)zoo_aset(s->zh, path, data, len, version, on_stat_ignored, NULL);
 }
 
 int zkl__sync(zkl__call_t *call, zkl__session_t *s, const char *path) {
   out(call, s);
-  return sent(call, zoo_async(s->zh, path, on_sync, call));
+  return sent(call, ZKL_STATS_REQ_SYNC, zoo_async(s->zh, path, on_sync, call));
 }
 
 int zkl__multi(zkl__call_t *call, zkl__session_t *s, int n, const zoo_op_t *ops,
                zoo_op_result_t *results) {
+  int rc;
   out(call, s);
-  return sent(call,
-              zkl__zoo_amulti(s->zh, n, ops, results, on_void_w, call));
+  rc = zkl__zoo_amulti(s->zh, n, ops, results, on_void_w, call);
+  if (rc == ZOK)
+    zkl__stats_transaction(&call->c->stats, n);
+  return sent(call, ZKL_STATS_REQ_MULTI, rc);
 }

@@ -66,6 +66,9 @@ static void on_connected(zkl_client_t *c, zkl__session_t *s) {
     return;
   c->state = ZKL_CLIENT_CONNECTED;
   c->conn_epoch++;
+  if (s->was_connected) /* not this session's first connection */
+    zkl__stat_add(&c->stats.reconnections, 1);
+  s->was_connected = 1;
   c->disconnected_at = 0;
   c->timeout_neg = zoo_recv_timeout(s->zh);
   atomic_store(&c->session_id, s->id);
@@ -84,6 +87,8 @@ static void on_disconnected(zkl_client_t *c, zkl__session_t *s) {
 }
 
 static void on_expired(zkl_client_t *c, zkl__session_t *s) {
+  if (!c->auth_failed && c->state != ZKL_CLIENT_EXPIRED) /* told once */
+    zkl__stat_add(&c->stats.expired, 1);
   c->state = c->auth_failed ? ZKL_CLIENT_AUTH_FAILED : ZKL_CLIENT_EXPIRED;
   c->disconnected_at = 0;
   if (c->auth_failed)

@@ -18,6 +18,7 @@ struct zkl__session {
   int refs;
   int expired;
   int auth_done; /* the ensemble accepted our credentials */
+  int was_connected; /* a CONNECTED event was applied (under c->mu) */
   int64_t id;
   struct zkl__session *next_dead;
   /* group commit (batch.c), under bmu: writes that wait for the
@@ -240,9 +241,10 @@ ZKL__HIDDEN void zkl__batch_done(zkl__session_t *s);
 /* For tests: the ops held back on s, and in how many transactions. */
 ZKL__HIDDEN int zkl__batch_queued(zkl__session_t *s, int *transactions);
 /* call.c's completions, which request.c and batch.c give the C client,
- * and zkl__issued, which counts a request sent and finishes a waited-for
- * call that the client refused outright (it returns rc). */
-ZKL__HIDDEN int zkl__issued(zkl__call_t *call, int rc);
+ * and zkl__issued, which counts a request sent, of `kind`
+ * (ZKL_STATS_REQ_*), and finishes a waited-for call that the client
+ * refused outright (it returns rc). */
+ZKL__HIDDEN int zkl__issued(zkl__call_t *call, int kind, int rc);
 ZKL__HIDDEN void zkl__on_data(int rc, const char *value, int len,
                               const struct Stat *stat, const void *data);
 ZKL__HIDDEN void zkl__on_stat(int rc, const struct Stat *stat,
