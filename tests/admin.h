@@ -269,6 +269,20 @@ static inline int proxy_ctl(const char *name, const char *content) {
   return fclose(f) == 0;
 }
 
+/* Ends session `id` from outside: a second handle on it, once connected,
+ * closes it (tests linked with the internal library read the id from
+ * the client's handle). */
+static inline void expire_id(const clientid_t *id) {
+  zhandle_t *zh = zookeeper_init2(servers, admin_watcher, 10000, id, NULL,
+                                  0, quiet_zk_log);
+  int i;
+  CHECK(zh != NULL);
+  for (i = 0; zh && i < 1000 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
+    usleep(10000);
+  if (zh)
+    zookeeper_close(zh);
+}
+
 /* Removes every root the tests made, then closes the admin. */
 static void admin_close(void) {
   int i;

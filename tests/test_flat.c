@@ -33,18 +33,10 @@ static int stat_of(const char *name, struct Stat *st) {
 /* Ends a client's session from outside: a second handle on it closes it. */
 static void expire(zkl_client_t *c) {
   clientid_t id;
-  zhandle_t *zh;
-  int i;
   pthread_mutex_lock(&c->mu);
   id = *zoo_client_id(c->sess->zh);
   pthread_mutex_unlock(&c->mu);
-  zh = zookeeper_init2(servers, admin_watcher, 10000, &id, NULL, 0,
-                       quiet_zk_log);
-  CHECK(zh != NULL);
-  for (i = 0; zh && i < 1000 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
-    usleep(10000);
-  if (zh)
-    zookeeper_close(zh);
+  expire_id(&id);
 }
 
 /* ---- tests --------------------------------------------------------------- */

@@ -55,21 +55,23 @@ static void check_requests(const zkl_client_t *c) {
   CHECK_INT(zkl_client_request_count(c), ==, total);
 }
 
-/* Ends a client's session from outside: a second handle on it closes it. */
+/* Ends a client's session from outside: a second handle on it closes it.
+ * Tried again (up to 3 times) when the client is still on its session 5 s
+ * later: the second handle must be connected for its close to reach the
+ * server. */
 static void expire(zkl_client_t *c) {
   clientid_t id;
-  zhandle_t *zh;
-  int i;
+  int tries;
   pthread_mutex_lock(&c->mu);
   id = *zoo_client_id(c->sess->zh);
   pthread_mutex_unlock(&c->mu);
-  zh = zookeeper_init2(servers, admin_watcher, 10000, &id, NULL, 0,
-                       quiet_zk_log);
-  CHECK(zh != NULL);
-  for (i = 0; zh && i < 1000 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
-    usleep(10000);
-  if (zh)
-    zookeeper_close(zh);
+  for (tries = 0; tries < 3; tries++) {
+    expire_id(&id);
+    WAIT_FOR(zkl_client_session_id(c) != id.client_id, 5000);
+    if (zkl_client_session_id(c) != id.client_id)
+      return;
+  }
+  CHECK(zkl_client_session_id(c) != id.client_id);
 }
 
 /* ---- tests --------------------------------------------------------------- */
@@ -245,6 +247,7 @@ static void test_lost(void) {
   /* the session expires under a hold */
   CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
   expire(c);
+  WAIT_FOR(stats_of(c).sessions_expired > 0, 15000);
   WAIT_FOR(zkl_mutex_state(m) == ZKL_STATE_LOST, 15000);
   CHECK_INT(zkl_mutex_state(m), ==, ZKL_STATE_LOST);
   CHECK_RC(zkl_mutex_unlock(m), ZKL_ELOST);
@@ -252,7 +255,10 @@ static void test_lost(void) {
   st = stats_of(c);
   CHECK_INT(st.sessions_expired, ==, 1);
   CHECK_INT(st.lost, ==, 2);
-  CHECK_INT(st.reconnections, ==, 0); /* a new session's first connection */
+  /* the new session's first connection is none; the old one may have
+   * been bounced once (the second handle took over its connection, and
+   * it connected again before the session was closed) */
+  CHECK_INT(st.reconnections, <=, 1);
   /* asked to give it back, heard, and forced after 500 ms */
   CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
   usleep(300000);
