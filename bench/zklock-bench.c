@@ -89,9 +89,50 @@ static int nservers(void) {
   return n;
 }
 
+/* The shared client's counters (zkl_client_stats()) since it was made,
+ * on every line: cumulative over the workloads run so far on it. */
+static zkl_client_t *stats_client;
+
+static void stats_keys(void) {
+  static const char *const outcome[ZKL_STATS_OUTCOMES] = {
+      "stats_acquires_ok", "stats_acquires_timedout",
+      "stats_acquires_cancelled", "stats_acquires_error"};
+  static const char *const kind[ZKL_STATS_REQ_KINDS] = {
+      "stats_req_create", "stats_req_delete", "stats_req_get_data",
+      "stats_req_exists", "stats_req_get_children", "stats_req_set_data",
+      "stats_req_sync", "stats_req_multi"};
+  zkl_client_stats_t st = {.size = sizeof st};
+  int i, j;
+  if (!stats_client || zkl_client_stats(stats_client, &st) != ZKL_OK)
+    return;
+  for (j = 0; j < ZKL_STATS_OUTCOMES; j++) {
+    long long n = 0;
+    for (i = 0; i < ZKL_STATS_RECIPES; i++)
+      n += (long long)st.acquires[i][j];
+    key_int(outcome[j], n);
+  }
+  key_int("stats_contended", (long long)st.contended);
+  key_int("stats_handoffs", (long long)st.handoffs);
+  key_int("stats_lost", (long long)st.lost);
+  key_int("stats_revoked", (long long)st.revoked);
+  key_int("stats_forced", (long long)st.forced);
+  key_int("stats_sessions_expired", (long long)st.sessions_expired);
+  key_int("stats_reconnections", (long long)st.reconnections);
+  for (i = 0; i < ZKL_STATS_REQ_KINDS; i++)
+    if (kind[i])
+      key_int(kind[i], (long long)st.requests[i]);
+  key_int("stats_transactions", (long long)st.transactions);
+  key_int("stats_transaction_ops", (long long)st.transaction_ops);
+  key_int("stats_wait_count", (long long)st.wait.count);
+  key_int("stats_wait_sum_us", (long long)st.wait.sum_us);
+  key_int("stats_hold_count", (long long)st.hold.count);
+  key_int("stats_hold_sum_us", (long long)st.hold.sum_us);
+}
+
 static void end(void) {
   char v[64];
   struct rusage ru;
+  stats_keys();
   getrusage(RUSAGE_SELF, &ru);
   key_int("peak_rss_kb", ru.ru_maxrss);
   snprintf(v, sizeof v, "zklock %s", zkl_version());
@@ -1205,7 +1246,7 @@ int main(int argc, char **argv) {
   }
   snprintf(base, sizeof base, "%s/zklock-%ld-%llx", root, (long)getpid(),
            (unsigned long long)now_ns());
-  c = new_client();
+  c = stats_client = new_client();
   snprintf(wl, sizeof wl, "%s", workloads);
   for (w = strtok_r(wl, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
     if (!strcmp(w, "uncontended"))
@@ -1237,6 +1278,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
+  stats_client = NULL;
   zkl_client_destroy(c);
   cleanup();
   return 0;
