@@ -54,7 +54,7 @@ static void after_look(zkl__acq_t *a, int rc) {
     zkl__finish(a, ZKL_OK);
     return;
   }
-  r->first = 0;
+  r->first = r->handoff = 0; /* a hand-off undone: the next grant is not */
   if (rc == ZKL__RELIST) {
     r->next = zkl__step_top;
   } else if (rc == ZKL__RETRY) {
