@@ -281,6 +281,9 @@ ZKL_EXTERN uint64_t zkl_client_request_count(const zkl_client_t *client);
  * lock of what it holds already (the depth goes up, nothing else happens:
  * that path costs no request and no lock, and no counter either), nor a
  * call refused before it starts (ZKL_EINVAL, ZKL_EDEADLK, ZKL_EFORKED...).
+ * A blocking acquire that returns while an answer is still on its way (a
+ * link gone silent) is counted when its run ends behind it, maybe as
+ * cancelled where the caller saw ZKL_ETIMEDOUT.
  *
  * THE STRUCT GROWS ONLY AT ITS END. Set `size` to sizeof the struct before
  * the call, as compiled (zkl_client_stats_t st = {.size = sizeof st}). The
@@ -293,11 +296,11 @@ ZKL_EXTERN uint64_t zkl_client_request_count(const zkl_client_t *client);
  * ZKL_STATS_BUCKETS) leave room and never change; new recipes and request
  * kinds take indexes below them that are zero until then.
  *
- * COST. Each counter is a relaxed atomic, added to on paths that run under
- * the client's lock or on its own threads anyway: no counter takes a lock,
- * and the reentrant path counts nothing. Each counter is exact; the
- * struct is not one snapshot: read while other threads work, two counters
- * may each be from a slightly different moment.
+ * COST. Each counter is a relaxed atomic, added to where the event already
+ * happens (mostly under the client's lock, held there anyway): no counter
+ * takes a lock, and the reentrant path counts nothing. Each counter is
+ * exact; the struct is not one snapshot: read while other threads work,
+ * two counters may each be from a slightly different moment.
  */
 
 /* Recipes: the first index of zkl_client_stats_t.acquires. */
@@ -354,13 +357,13 @@ typedef struct zkl_client_stats {
   /* In: sizeof(zkl_client_stats_t) as the caller was compiled. Out: the
    * bytes the library filled (see THE STRUCT GROWS ONLY AT ITS END). */
   uint32_t size;
-  uint32_t reserved0;
+  uint32_t reserved0; /* 0: keeps the counters on 8-byte boundaries */
   /* Acquires ended, by recipe and outcome (see ACQUIRES). */
   uint64_t acquires[ZKL_STATS_RECIPES][ZKL_STATS_OUTCOMES];
   /* Acquires that found the lock taken: they waited behind another node
    * (whatever their outcome), or gave up at once (a try's ZKL_EBUSY) or at
    * their deadline (every ZKL_ETIMEDOUT is counted here). A multi-lock's
-   * set counts once, when any member waited. */
+   * set counts once, when a member of its last attempt waited. */
   uint64_t contended;
   /* Acquires granted by the hand-off: the nodes they watched were
    * deleted, and they held without listing the queue again (at most a read
