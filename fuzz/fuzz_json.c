@@ -306,6 +306,23 @@ static char *take(const unsigned char **p, size_t *left, size_t n) {
 }
 
 /* The --json listing of two contenders made of the input. */
+/* With ZKL_FUZZ_JSON_OUT set, every listing written is appended to that
+ * file, one per line, for a second reader: scripts/fuzz.sh replays the
+ * corpus so and runs python3 -m json.tool --json-lines over it. */
+static void dump(const char *buf, size_t len) {
+  static FILE *out;
+  static int tried;
+  if (!tried) {
+    const char *path = getenv("ZKL_FUZZ_JSON_OUT");
+    tried = 1;
+    out = path ? fopen(path, "a") : NULL;
+  }
+  if (out) {
+    MUST(fwrite(buf, 1, len, out) == len);
+    MUST(fflush(out) == 0);
+  }
+}
+
 static void check_listing(const unsigned char *data, size_t size) {
   unsigned char c[8] = {0};
   zkl_contender_t e[2];
@@ -337,6 +354,7 @@ static void check_listing(const unsigned char *data, size_t size) {
   /* one object, then one newline */
   MUST(len >= 3 && buf[0] == '{' && buf[len - 1] == '\n' && buf[len - 2] == '}');
   MUST(is_json(&r, buf, len));
+  dump(buf, len);
   free(r.str), free(buf);
   for (i = 0; i < 2; i++)
     free(e[i].node), free(e[i].host), free(e[i].id);

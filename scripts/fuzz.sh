@@ -54,6 +54,22 @@ for src in ${targets:-fuzz/fuzz_*.c}; do
     grep -E 'ERROR|SUMMARY|crash-' "$out/$t.log" | head -10
     fail=$((fail + 1))
   fi
+  # the --json listings of every input kept, read again by Python's own
+  # reader (the target's reader is ours)
+  if [ "$t" = fuzz_json ]; then
+    lines=$out/json.lines
+    rm -f "$lines"
+    if (cd "$out" && ZKL_FUZZ_JSON_OUT=$lines ./"$t" -runs=0 "$scratch" "$top/$corpus") \
+        >"$out/$t.replay.log" 2>&1 && [ -s "$lines" ] &&
+      python3 -m json.tool --json-lines <"$lines" >/dev/null 2>"$out/$t.jsontool.log"; then
+      echo "PASS: $t output through python3 -m json.tool ($(wc -l <"$lines") listings)"
+      pass=$((pass + 1))
+    else
+      echo "FAIL: $t output through python3 -m json.tool (see $out/$t.jsontool.log)"
+      head -5 "$out/$t.jsontool.log" 2>/dev/null || true
+      fail=$((fail + 1))
+    fi
+  fi
   rm -rf "$scratch"
 done
 echo "fuzz: $pass passed, $fail failed"
