@@ -27,9 +27,15 @@ else
   root=$here/..
 fi
 file=${COMPOSE_FILE:-$root/docker-compose.yml}
+# the loopback ensemble's script, whose settings the file must repeat
+# (ZKL_ENSEMBLE_SCRIPT=path checks against another copy: the self-test)
+script=${ZKL_ENSEMBLE_SCRIPT:-$root/scripts/zk-ensemble.sh}
+# the image recipe every service builds from, relative to the file
+DOCKERFILE=scripts/container/Dockerfile
 
 # Flatten the compose file into tab-separated records:
 #   service <name> | <svc> image <ref> | <svc> port <spec> | <svc> env <K=V>
+#   | <svc> ports <inline value> | <svc> network <mode> | <svc> build <K=V>
 parse() {
   awk '
     function indent(s) { match(s, /^ */); return RLENGTH }
@@ -80,9 +86,13 @@ parse() {
           key = substr(body, 1, RSTART - 1); val = unquote(substr(body, RSTART + 1))
         }
         if (key == "image") print svc "\timage\t" val
+        if (key == "network_mode") print svc "\tnetwork\t" val
+        if (key == "ports") print svc "\tports\t" val
         next
       }
-      if (key == "ports" && body ~ /^-/) {
+      if (key == "build" && match(body, /:([ \t]|$)/)) {
+        print svc "\tbuild\t" substr(body, 1, RSTART - 1) "=" unquote(substr(body, RSTART + 1))
+      } else if (key == "ports" && body ~ /^-/) {
         print svc "\tport\t" unquote(substr(body, 2))
       } else if (key == "environment") {
         if (body ~ /^-/) {
@@ -116,10 +126,41 @@ env_of() {
     '$1 == s && $2 == "env" && index($3, k "=") == 1 { print substr($3, length(k) + 2); exit }'
 }
 
+# setting NAME: a setting of the ensemble script ("NAME=value" at the start
+# of a line there), as the loopback ensemble uses it
+setting() {
+  sed -n "s/^$1=//p" "$script" | head -n 1
+}
+
+# same_words A B: A and B hold the same words, in any order
+same_words() {
+  [ "$(printf '%s\n' $1 | sort | words)" = "$(printf '%s\n' $2 | sort | words)" ]
+}
+
+# check_dockerfile PATH: the image is Debian's zookeeper on Debian 12 and
+# runs the ensemble script's run-node, so that its zoo.cfg and JVM flags
+# are the loopback ensemble's
+check_dockerfile() {
+  local d=$1
+  if [ ! -r "$d" ]; then
+    fail "cannot read the image recipe $d"
+    return
+  fi
+  if grep -Eq '^FROM[[:space:]]+debian:bookworm-slim[[:space:]]*$' "$d"; then ok; else
+    fail "$d: want FROM debian:bookworm-slim"; fi
+  # RUN lines continued with a backslash, read as one line each
+  if sed -e ':a' -e '/\\$/{N;s/\\\n/ /;ta' -e '}' "$d" |
+    grep -E '^RUN .*apt-get .*install ' | grep -Ew 'zookeeper' | grep -Eqw 'default-jre-headless'; then ok; else
+    fail "$d: want Debian's zookeeper and default-jre-headless installed"; fi
+  if grep -Eq '^COPY[[:space:]]+scripts/zk-ensemble\.sh[[:space:]]' "$d" &&
+    grep -Eq '^ENTRYPOINT.*zk-ensemble\.sh.*run-node' "$d"; then ok; else
+    fail "$d: want scripts/zk-ensemble.sh copied in and 'run-node' as the entry point"; fi
+}
+
 check_file() {
-  local f=$1 svc services n id want_servers="" first="" servers entry num host rest
-  local p hostport image owner doc want
-  local -A svc_of_id=() port_owner=()
+  local f=$1 svc services n id servers want_servers="" first="" entry num
+  local image doc want v k extra flags dockerfile="" ports
+  local -A svc_of_id=() port_owner=() client_of=()
   if [ ! -r "$f" ]; then
     fail "cannot read $f"
     return
@@ -135,11 +176,22 @@ check_file() {
 
   for svc in $services; do
     image=$(printf '%s\n' "$records" | awk -F'\t' -v s="$svc" '$1 == s && $2 == "image" { print $3 }')
-    if printf '%s\n' "$image" | grep -Eqx '(docker\.io/(library/)?)?zookeeper:3\.8(\.[0-9]+)?'; then
+    if printf '%s\n' "$image" | grep -Eqx '(localhost/)?zklock-zookeeper:3\.8'; then ok; else
+      fail "$svc: image is '${image:-<none>}', want zklock-zookeeper:3.8 (built from $DOCKERFILE)"; fi
+    v=$(printf '%s\n' "$records" | awk -F'\t' -v s="$svc" '$1 == s && $2 == "build" { print $3 }' | sort | words)
+    if [ "$v" = "context=. dockerfile=$DOCKERFILE" ]; then
       ok
+      dockerfile=$(dirname -- "$f")/$DOCKERFILE
     else
-      fail "$svc: image is '${image:-<none>}', want zookeeper:3.8 or zookeeper:3.8.x"
+      fail "$svc: build is '${v:-<none>}', want context . and dockerfile $DOCKERFILE"
     fi
+
+    # host networking and nothing published: a bridge would put the
+    # traffic on a private-range address, not on loopback
+    v=$(printf '%s\n' "$records" | awk -F'\t' -v s="$svc" '$1 == s && $2 == "network" { print $3 }')
+    ports=$(printf '%s\n' "$records" | awk -F'\t' -v s="$svc" '$1 == s && ($2 == "port" || $2 == "ports") { print $3 }' | words)
+    if [ "$v" = host ] && [ -z "$ports" ]; then ok; else
+      fail "$svc: want network_mode host and no ports (network_mode '${v:-<none>}', ports '${ports:-<none>}')"; fi
 
     id=$(env_of "$svc" ZOO_MY_ID)
     case "$id" in
@@ -154,100 +206,119 @@ check_file() {
       *) fail "$svc: ZOO_MY_ID is '${id:-<unset>}', want a distinct 1, 2 or 3" ;;
     esac
 
-    # one published port per node, loopback only, into the client port
-    p=$(printf '%s\n' "$records" | awk -F'\t' -v s="$svc" '$1 == s && $2 == "port" { print $3 }')
-    if [ "$(printf '%s\n' "$p" | grep -c .)" -ne 1 ]; then
-      fail "$svc: want exactly one published port, found: $(printf '%s\n' "$p" | words)"
-    elif ! printf '%s\n' "$p" | grep -Eqx '127\.0\.0\.1:[0-9]+:2181(/tcp)?'; then
-      fail "$svc: port '$p' must be 127.0.0.1:HOSTPORT:2181 (loopback, container port 2181)"
-    else
-      hostport=$(printf '%s\n' "$p" | cut -d: -f2)
-      if [ -n "${port_owner[$hostport]:-}" ]; then
-        fail "$svc: host port $hostport is published by ${port_owner[$hostport]} too"
-      else
-        ok
-        port_owner[$hostport]=$svc
-      fi
-    fi
+    # the settings: the ensemble script's, not merely consistent ones
+    for k in TICK_TIME INIT_LIMIT SYNC_LIMIT MAX_CLIENT_CNXNS; do
+      v=$(env_of "$svc" "ZOO_$k")
+      want=$(setting "$k")
+      if [ -n "$want" ] && [ "$v" = "$want" ]; then ok; else
+        fail "$svc: ZOO_$k is '${v:-<unset>}', but scripts/zk-ensemble.sh has $k=${want:-<unset>}"; fi
+    done
+    extra=$(env_of "$svc" ZOO_CFG_EXTRA)
+    want="minSessionTimeout=$(setting MIN_SESSION_TIMEOUT) maxSessionTimeout=$(setting MAX_SESSION_TIMEOUT) forceSync=$(setting FORCE_SYNC)"
+    if same_words "$extra" "$want"; then ok; else
+      fail "$svc: ZOO_CFG_EXTRA is '$extra', want '$want' (scripts/zk-ensemble.sh)"; fi
+    # tests authenticate as the super user to clean up, and look for
+    # empty containers going within seconds
+    flags=" $(env_of "$svc" JVMFLAGS) "
+    for want in "-Dzookeeper.DigestAuthenticationProvider.superDigest=$(setting SUPER_DIGEST)" \
+      "-Dznode.container.checkIntervalMs=$(setting CONTAINER_CHECK_MS)"; do
+      case "$flags" in
+        *" $want "*) ok ;;
+        *) fail "$svc: JVMFLAGS must hold $want, as scripts/zk-ensemble.sh has it" ;;
+      esac
+    done
   done
+  [ -z "$dockerfile" ] || check_dockerfile "$dockerfile"
 
-  # ZOO_SERVERS: the same three entries everywhere, server.N on the service
-  # whose ZOO_MY_ID is N, standard quorum/election/client ports.
+  # ZOO_SERVERS: the same three entries everywhere, every address loopback,
+  # every port distinct (the three nodes share one network)
   for svc in $services; do
     servers=$(env_of "$svc" ZOO_SERVERS | tr ' ' '\n' | grep . | sort || true)
     if [ -z "$servers" ]; then
       fail "$svc: ZOO_SERVERS is not set"
       continue
     fi
-    if [ -z "$want_servers" ]; then
-      want_servers=$servers
-      first=$svc
-      if [ "$(printf '%s\n' "$servers" | grep -c .)" -eq 3 ] &&
-        [ "$(printf '%s\n' "$servers" | sed -n 's/^server\.\([0-9]*\)=.*/\1/p' | sort -u | tr -d '\n')" = 123 ]; then
-        ok
-      else
-        fail "$svc: ZOO_SERVERS must list server.1, server.2 and server.3 once each: $(printf '%s\n' "$servers" | words)"
-      fi
-      for entry in $servers; do
-        num=$(printf '%s\n' "$entry" | sed -n 's/^server\.\([0-9]*\)=.*/\1/p')
-        host=$(printf '%s\n' "$entry" | sed -n 's/^server\.[0-9]*=\([^:]*\):.*/\1/p')
-        rest=${entry#*=}
-        rest=${rest#*:}
-        if ! printf '%s\n' "$rest" | grep -Eqx '2888:3888(:participant)?;([^;:]*:)?2181'; then
-          fail "$entry: want quorum:election ports 2888:3888 and client port 2181 (…:2888:3888;2181)"
-          continue
-        fi
-        case "$num" in
-          1 | 2 | 3)
-            owner=${svc_of_id[$num]:-}
-            if [ -n "$owner" ] && [ "$host" = "$owner" ]; then
-              ok
-            else
-              fail "$entry: server.$num must name the service with ZOO_MY_ID $num (${owner:-none})"
-            fi
-            ;;
-          *) fail "$entry: server id must be 1..3" ;;
-        esac
-      done
-    elif [ "$servers" = "$want_servers" ]; then
-      ok
-    else
-      fail "$svc: ZOO_SERVERS differs from $first's: $(printf '%s\n' "$servers" | words)"
+    if [ -n "$want_servers" ]; then
+      if [ "$servers" = "$want_servers" ]; then ok; else
+        fail "$svc: ZOO_SERVERS differs from $first's: $(printf '%s\n' "$servers" | words)"; fi
+      continue
     fi
+    want_servers=$servers
+    first=$svc
+    if [ "$(printf '%s\n' "$servers" | sed -n 's/^server\.\([0-9]*\)=.*/\1/p' | sort | tr -d '\n')" = 123 ]; then ok; else
+      fail "$svc: ZOO_SERVERS must list server.1, server.2 and server.3 once each: $(printf '%s\n' "$servers" | words)"; fi
+    for entry in $servers; do
+      if ! printf '%s\n' "$entry" |
+        grep -Eqx 'server\.[1-3]=127\.0\.0\.1:[0-9]+:[0-9]+;127\.0\.0\.1:[0-9]+'; then
+        fail "$entry: want server.N=127.0.0.1:QUORUM:ELECTION;127.0.0.1:CLIENT (loopback only)"
+        continue
+      fi
+      num=${entry#server.}
+      num=${num%%=*}
+      client_of[$num]=${entry##*:}
+      for v in $(printf '%s\n' "${entry#*=}" | tr ':;' '  ' | sed 's/127\.0\.0\.1//g'); do
+        if [ -n "${port_owner[$v]:-}" ]; then
+          fail "$entry: port $v is server.${port_owner[$v]}'s too"
+        else
+          port_owner[$v]=$num
+        fi
+      done
+      ok
+    done
   done
 
-  # tests authenticate as the loopback ensemble's super user to clean up
-  want_super=$(sed -n 's/^SUPER_DIGEST=//p' "$root/scripts/zk-ensemble.sh")
-  for svc in $services; do
-    case " $(env_of "$svc" JVMFLAGS) " in
-      *" -Dzookeeper.DigestAuthenticationProvider.superDigest=$want_super "*) ok ;;
-      *) fail "$svc: JVMFLAGS must set the superDigest of scripts/zk-ensemble.sh ($want_super)" ;;
-    esac
-  done
+  # the default network is the host's: no compose tool makes a bridge
+  v=$(awk '/^networks:/ { n = 1; next } /^[^ #]/ { n = 0 } n' "$f" | sed 's/ #.*//' | tr -s ' \n' '  ')
+  case "$v" in
+    *" default: "*) if printf '%s\n' "$v" | grep -q ' external: true' && printf '%s\n' "$v" | grep -q ' name: host\b'; then
+      ok; else fail "networks: default must be external, named host (it is:$v)"; fi ;;
+    *) fail "want a top-level 'networks: default: {external: true, name: host}'" ;;
+  esac
 
-  # the connect string documented at the top must match the published ports
+  # the connect string documented at the top must be the client ports
   doc=$(sed -n 's/^#.*[Cc]onnect string: *//p' "$f" | head -n 1)
-  want=$(printf '%s\n' "${!port_owner[@]}" | sort -n | sed 's/^/127.0.0.1:/' | paste -sd, -)
+  want=$(for num in 1 2 3; do [ -z "${client_of[$num]:-}" ] || echo "127.0.0.1:${client_of[$num]}"; done | paste -sd, -)
   if [ -n "$doc" ] && [ "$doc" = "$want" ]; then
     ok
   else
-    fail "header comment 'connect string: ${doc:-<missing>}' does not match published ports ($want)"
+    fail "header comment 'connect string: ${doc:-<missing>}' does not match the client ports ($want)"
   fi
 }
 
-# self_test_one NAME FILTER...: a copy of $file passed through FILTER must
-# be rejected by a normal run.
+# self_test_one NAME WHAT FILTER...: a copy of the checked files in which
+# WHAT (compose, script or dockerfile) went through FILTER must be
+# rejected by a normal run.
 self_test_one() {
-  local name=$1 copy out
-  shift
-  copy=$tmp/$name.yml
-  "$@" <"$file" >"$copy"
-  if cmp -s "$file" "$copy"; then
-    fail "self-test '$name': mutation did not change $file; update the self-test"
+  local name=$1 what=$2 dir src dst out
+  shift 2
+  dir=$tmp/$name
+  mkdir -p "$dir/${DOCKERFILE%/*}"
+  cp "$file" "$dir/docker-compose.yml"
+  cp "$script" "$dir/zk-ensemble.sh"
+  cp "$(dirname -- "$file")/$DOCKERFILE" "$dir/$DOCKERFILE"
+  case $what in
+    compose) src=$file dst=$dir/docker-compose.yml ;;
+    script) src=$script dst=$dir/zk-ensemble.sh ;;
+    dockerfile) src=$(dirname -- "$file")/$DOCKERFILE dst=$dir/$DOCKERFILE ;;
+  esac
+  "$@" <"$src" >"$dst"
+  if [ "$name" = pristine ]; then
+    if out=$(COMPOSE_FILE=$dir/docker-compose.yml ZKL_ENSEMBLE_SCRIPT=$dir/zk-ensemble.sh \
+      bash "$here/$prog" --no-self-test 2>&1); then
+      ok
+    else
+      fail "self-test: the unmodified copy is rejected:"
+      printf '%s\n' "$out"
+    fi
     return
   fi
-  if out=$(COMPOSE_FILE=$copy bash "$here/$prog" --no-self-test 2>&1); then
-    fail "self-test '$name': mutated copy was accepted"
+  if cmp -s "$src" "$dst"; then
+    fail "self-test '$name': the mutation did not change $src; update the self-test"
+    return
+  fi
+  if out=$(COMPOSE_FILE=$dir/docker-compose.yml ZKL_ENSEMBLE_SCRIPT=$dir/zk-ensemble.sh \
+    bash "$here/$prog" --no-self-test 2>&1); then
+    fail "self-test '$name': the mutated copy was accepted"
   else
     ok
     echo "self-test: $name -> rejected ($(printf '%s\n' "$out" | grep -m1 '^FAIL' || true))"
@@ -255,30 +326,40 @@ self_test_one() {
 }
 
 self_test() {
-  local out
   tmp=$(mktemp -d "${TMPDIR:-/tmp}/compose-check.XXXXXX")
   # shellcheck disable=SC2064 # $tmp is fixed now
   trap "rm -rf '$tmp'" EXIT
   # the pristine copy must pass, or the rejections below prove nothing
-  cp "$file" "$tmp/orig.yml"
-  if out=$(COMPOSE_FILE=$tmp/orig.yml bash "$here/$prog" --no-self-test 2>&1); then
-    ok
-  else
-    fail "self-test: unmodified copy is rejected:"
-    printf '%s\n' "$out"
-  fi
-  self_test_one duplicate-id sed 's/ZOO_MY_ID: *3/ZOO_MY_ID: 2/'
+  self_test_one pristine compose cat
+  self_test_one duplicate-id compose sed 's/ZOO_MY_ID: *3/ZOO_MY_ID: 2/'
   # only the second service's list changes
-  self_test_one mismatched-servers awk '/ZOO_SERVERS/ && ++n == 2 { sub(/server\.3=zoo3:2888/, "server.3=zoo3:2889") } { print }'
-  # all lists still agree, but server.1 names a host that is not id 1
-  self_test_one wrong-host sed 's/server\.1=zoo1/server.1=zoo2/g'
-  self_test_one wrong-super-user sed '0,/superDigest=super:/s/superDigest=super:/superDigest=root:/'
-  self_test_one public-port sed 's/"127\.0\.0\.1:2183:2181"/"2183:2181"/'
-  self_test_one wrong-image sed '0,/zookeeper:3\.8/s/zookeeper:3\.8/zookeeper:3.7/'
-  # shellcheck disable=SC2016 # $a is sed's append command
-  self_test_one fourth-service sed '$a\
+  self_test_one mismatched-servers compose awk '/ZOO_SERVERS/ && ++n == 2 { sub(/server\.3=127\.0\.0\.1:2890/, "server.3=127.0.0.1:2891") } { print }'
+  # all lists agree, but two nodes would bind one port
+  self_test_one port-clash compose sed 's/server\.2=127\.0\.0\.1:2889/server.2=127.0.0.1:2888/g'
+  self_test_one public-address compose sed 's/;127\.0\.0\.1:2183/;0.0.0.0:2183/g'
+  self_test_one bridge-network compose sed '0,/network_mode: host/s//network_mode: bridge/'
+  self_test_one published-port compose sed '0,/network_mode: host/s//network_mode: host\n    ports:\n      - "127.0.0.1:2181:2181"/'
+  self_test_one bridge-default compose sed '/^networks:/,$d'
+  self_test_one wrong-image compose sed '0,/image: zklock-zookeeper:3\.8/s//image: zookeeper:3.8/'
+  self_test_one other-recipe compose sed '0,/dockerfile: scripts\/container\/Dockerfile/s//dockerfile: Dockerfile/'
+  self_test_one wrong-super-user compose sed '0,/superDigest=super:/s//superDigest=root:/'
+  self_test_one slow-reaping compose sed '0,/checkIntervalMs=1000/s//checkIntervalMs=60000/'
+  self_test_one other-tick compose awk '/ZOO_TICK_TIME/ && ++n == 3 { sub(/1000/, "2000") } { print }'
+  self_test_one synced-disk compose sed '0,/forceSync=no/s//forceSync=yes/'
+  self_test_one connect-string compose sed 's/^# Connect string: .*/# Connect string: 127.0.0.1:2181,127.0.0.1:2182/'
+  # a service more, at the end of services:
+  self_test_one fourth-service compose sed '/^networks:/i\
   zoo4:\
-    image: zookeeper:3.8'
+    image: zklock-zookeeper:3.8\
+'
+  # the script changes and the compose file does not
+  self_test_one script-tick script sed 's/^TICK_TIME=.*/TICK_TIME=2000/'
+  self_test_one script-session script sed 's/^MAX_SESSION_TIMEOUT=.*/MAX_SESSION_TIMEOUT=40000/'
+  self_test_one script-reaping script sed 's/^CONTAINER_CHECK_MS=.*/CONTAINER_CHECK_MS=60000/'
+  self_test_one script-super-user script sed 's/^SUPER_DIGEST=super:.*/SUPER_DIGEST=super:AAAA/'
+  # the image stops running the script's own node
+  self_test_one recipe-entrypoint dockerfile sed 's/run-node/start/'
+  self_test_one recipe-base dockerfile sed 's/^FROM debian:bookworm-slim/FROM zookeeper:3.8/'
 }
 
 mode=all
