@@ -9,6 +9,10 @@
 #   ZKL_DISTCHECK=1 ... also `make distcheck` (checking the tests that need no ensemble)
 #   ZKL_DEBIAN=1 ... also build, lint, install, use and purge the Debian
 #                    packages (tests/debian.sh; installs on this machine)
+#   ZKL_CONTAINERS=1 ... the normal build's integration tests that leave the
+#                    nodes alone run against the containerized ensemble of
+#                    docker-compose.yml instead (tests/container.sh: podman,
+#                    images made from Debian's packages, checked and removed)
 #   ZKL_FAST=1 ... only the -Werror build, no fault injection
 #   ZKL_VALGRIND=1 ... also the C tests under valgrind memcheck
 #   ZKL_FUZZ=SECONDS ... also every libFuzzer target for SECONDS each
@@ -30,13 +34,18 @@ bash scripts/install-deps.sh --test
 passed=0 failed=0 skipped=0
 # run_suite NAME CONFIGURE-ARGS...: build in build/NAME and run make check.
 run_suite() {
-  local name=$1 log p f s
+  local name=$1
   shift
   echo "== $name: configure $* (at ${SECONDS}s)"
   bash scripts/build.sh "build/$name" --enable-werror "$@"
-  log=build/$name/check.out
   echo "== $name: make check"
-  if (cd "build/$name" && make check >"$top/$log" 2>&1); then :; fi
+  if (cd "build/$name" && make check >check.out 2>&1); then :; fi
+  count_check "$name" "build/$name/check.out"
+}
+# count_check NAME LOG: add the results of the make check in LOG; show the
+# logs of the tests that failed.
+count_check() {
+  local name=$1 log=$2 p f s
   grep -E '^(PASS|FAIL|SKIP|XFAIL|XPASS|ERROR):' "$log" || true
   p=$(sed -n 's/^# PASS: *//p' "$log" | tail -1)
   f=$(sed -n 's/^# \(FAIL\|ERROR\|XPASS\): *//p' "$log" | awk '{s += $1} END {print s + 0}')
@@ -47,7 +56,7 @@ run_suite() {
     f=$((f + 1))
   fi
   if [ "$f" -gt 0 ]; then
-    for t in build/"$name"/tests/*.log; do
+    for t in "${log%/*}"/tests/*.log; do
       grep -q '^:test-result: \(FAIL\|ERROR\)' "${t%.log}.trs" 2>/dev/null || continue
       echo "---- $t"
       tail -60 "$t"
@@ -56,16 +65,47 @@ run_suite() {
   passed=$((passed + ${p:-0})) failed=$((failed + f)) skipped=$((skipped + ${s:-0}))
 }
 
-run_suite normal
-# test_async's 10,000 pending acquires: the plain build reports the figures;
-# 2,000 take the sanitizers through the same paths in a fifth of the time
-if [ -z "${ZKL_FAST:-}" ]; then
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ZKL_TEST_ASYNC_PER_NAME=20 run_suite asan --enable-asan
-fi
-if [ -n "${ZKL_TSAN:-}" ]; then
-  TSAN_OPTIONS=halt_on_error=1 ZKL_TEST_ASYNC_PER_NAME=20 run_suite tsan --enable-tsan
-fi
+# The normal suite in up to three parts side by side: the spin model
+# (nothing but CPU, so niced: it takes what the others leave idle), the
+# tests that need no ensemble or start their own, and with ZKL_CONTAINERS=1
+# tests/container.sh. The integration tests wait on the ensemble far more
+# than they compute: the model overlaps them for about 5 minutes off CI.
+run_normal() {
+  local b=build/normal fg model="" ctr_pid="" model_pid=""
+  echo "== normal: configure --enable-werror (at ${SECONDS}s)"
+  bash scripts/build.sh $b --enable-werror
+  # every check program, before parts that share the tree run at once
+  (cd $b && make -s check TESTS= >/dev/null 2>&1)
+  fg=$(make -s -C $b list-apart)
+  if [ -n "${ZKL_CONTAINERS:-}" ]; then
+    echo "== normal: the containerized ensemble and the tests that leave its nodes alone, beside the rest (at ${SECONDS}s)"
+    bash tests/container.sh $b >build/container.out 2>&1 &
+    ctr_pid=$!
+  else
+    fg="$fg $(make -s -C $b list-ensemble)"
+  fi
+  case " $fg " in *" tests/model.sh "*)
+    model=tests/model.sh
+    fg=$(echo " $fg " | sed 's| tests/model.sh | |')
+    (cd $b && nice -n 10 make check TESTS=$model TEST_SUITE_LOG=model-suite.log >model.out 2>&1) &
+    model_pid=$!
+    ;;
+  esac
+  echo "== normal: make check TESTS=\"$fg\"${model:+; $model beside it, niced}"
+  if (cd $b && make check TESTS="$fg" >check.out 2>&1); then :; fi
+  count_check normal $b/check.out
+  if [ -n "$model_pid" ]; then
+    wait "$model_pid" || true
+    echo "== normal: the model done (at ${SECONDS}s)"
+    count_check normal-model $b/model.out
+  fi
+  if [ -n "$ctr_pid" ]; then
+    wait "$ctr_pid" || true
+    echo "== normal: the containerized ensemble done (at ${SECONDS}s)"
+    grep -E '^(PASS|FAIL|SKIP|ERROR|container:)' build/container.out || tail -40 build/container.out
+    count_line container build/container.out
+  fi
+}
 # count_line LABEL LOG: add a script's "LABEL: N passed, N failed" line.
 count_line() {
   local line p f
@@ -75,6 +115,16 @@ count_line() {
   [ -n "$p" ] || { p=0; f=1; echo "!! $1 printed no summary"; }
   passed=$((passed + p)) failed=$((failed + f))
 }
+run_normal
+# test_async's 10,000 pending acquires: the plain build reports the figures;
+# 2,000 take the sanitizers through the same paths in a fifth of the time
+if [ -z "${ZKL_FAST:-}" ]; then
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ZKL_TEST_ASYNC_PER_NAME=20 run_suite asan --enable-asan
+fi
+if [ -n "${ZKL_TSAN:-}" ]; then
+  TSAN_OPTIONS=halt_on_error=1 ZKL_TEST_ASYNC_PER_NAME=20 run_suite tsan --enable-tsan
+fi
 if [ -n "${ZKL_VALGRIND:-}" ]; then
   echo "== valgrind memcheck (at ${SECONDS}s)"
   bash scripts/valgrind.sh build/normal >build/valgrind.out 2>&1 || true
