@@ -65,7 +65,14 @@ check "connect string is the compose file's" [ "$servers" = "$(bash "$CE" connec
 # interface (a bridge or veth would carry a private-range address)
 bound=$(listening | sort -u)
 echo "listening: $(echo "$bound" | tr '\n' ' ')"
-check "all 9 ports listening" [ "$(echo "$bound" | grep -c .)" -ge 9 ]
+# every node's client and election ports; the quorum port is the leader's
+# alone, so one of the three
+want=$(sed -n 's/^ *ZOO_SERVERS: *//p' "$top/docker-compose.yml" | head -n 1 | tr ' ' '\n' |
+  sed -n 's/^server\.[0-9]*=[^:]*:[0-9]*:\([0-9]*\);.*:\([0-9]*\)$/127.0.0.1:\1 127.0.0.1:\2/p' | tr ' ' '\n')
+missing=$(echo "$want" | while read -r hp; do echo "$bound" | grep -qx "$hp" || echo "$hp"; done)
+check "every node's client and election port listening${missing:+ (not: $(echo $missing))}" [ -z "$missing" ]
+check "one quorum port listening (the leader's)" \
+  [ "$(echo "$bound" | grep -cvxF -e "$want")" -eq 1 ]
 check "every port bound to 127.0.0.1 only" [ -z "$(echo "$bound" | grep -v '^127\.0\.0\.1:')" ]
 check "no new network interface" [ "$(links)" = "$links_before" ]
 nets=$(pod network ls --format '{{.Name}}' | grep -vx podman || true)
