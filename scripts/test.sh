@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test.sh: install, build and run every test on a fresh Debian machine (as
-# root). Each integration test starts its own real 3-node ZooKeeper
-# ensemble on loopback (scripts/with-ensemble.sh) unless ZKL_TEST_SERVERS
-# names one.
+# root). In each build, the integration tests that leave the nodes alone
+# (make check-ensemble) share one real 3-node ZooKeeper ensemble on
+# loopback (scripts/with-ensemble.sh), while the rest (make check-apart)
+# run beside them, each .itest on an ensemble of its own.
 #
 #   sudo bash scripts/test.sh          # -Werror build + ASan/UBSan build
 #   ZKL_TSAN=1 ... also a ThreadSanitizer build
@@ -33,14 +34,28 @@ bash scripts/install-deps.sh --test
 
 passed=0 failed=0 skipped=0
 # run_suite NAME CONFIGURE-ARGS...: build in build/NAME and run make check.
+# The integration tests that leave the nodes alone (make check-ensemble)
+# share one loopback ensemble, beside the rest (make check-apart), whose
+# .itest files start ensembles of their own.
 run_suite() {
-  local name=$1
+  local name=$1 b=build/$1 pid
   shift
   echo "== $name: configure $* (at ${SECONDS}s)"
-  bash scripts/build.sh "build/$name" --enable-werror "$@"
-  echo "== $name: make check"
-  if (cd "build/$name" && make check >check.out 2>&1); then :; fi
-  count_check "$name" "build/$name/check.out"
+  bash scripts/build.sh "$b" --enable-werror "$@"
+  # every check program, before two make checks share the tree
+  (cd "$b" && make -s check TESTS= >/dev/null 2>&1)
+  echo "== $name: make check-ensemble on one ensemble, beside make check-apart"
+  shared_ensemble "$b" &
+  pid=$!
+  if (cd "$b" && make check-apart >check.out 2>&1); then :; fi
+  wait "$pid" || true
+  count_check "$name" "$b/check.out"
+  count_check "$name-shared" "$b/ensemble.out"
+}
+# shared_ensemble BUILD: make check-ensemble on a loopback ensemble of its own
+shared_ensemble() {
+  (cd "$1" && bash "$top/scripts/with-ensemble.sh" \
+    make check-ensemble TEST_SUITE_LOG=ensemble-suite.log >ensemble.out 2>&1) || true
 }
 # count_check NAME LOG: add the results of the make check in LOG; show the
 # logs of the tests that failed.
@@ -71,18 +86,27 @@ count_check() {
 # tests/container.sh. The integration tests wait on the ensemble far more
 # than they compute: the model overlaps them for about 5 minutes off CI.
 run_normal() {
-  local b=build/normal fg model="" ctr_pid="" model_pid=""
+  local b=build/normal fg model="" ctr_pid="" model_pid="" prep_pid="" shared_pid=""
+  if [ -n "${ZKL_CONTAINERS:-}" ]; then
+    # packages and the image (2-3 minutes, mostly downloads) while we compile
+    echo "== normal: building the container image, beside the build (at ${SECONDS}s)"
+    bash scripts/container-ensemble.sh build >build/container-build.out 2>&1 &
+    prep_pid=$!
+  fi
   echo "== normal: configure --enable-werror (at ${SECONDS}s)"
   bash scripts/build.sh $b --enable-werror
   # every check program, before parts that share the tree run at once
   (cd $b && make -s check TESTS= >/dev/null 2>&1)
   fg=$(make -s -C $b list-apart)
   if [ -n "${ZKL_CONTAINERS:-}" ]; then
+    wait "$prep_pid" || tail -20 build/container-build.out
     echo "== normal: the containerized ensemble and the tests that leave its nodes alone, beside the rest (at ${SECONDS}s)"
     bash tests/container.sh $b >build/container.out 2>&1 &
     ctr_pid=$!
   else
-    fg="$fg $(make -s -C $b list-ensemble)"
+    echo "== normal: make check-ensemble on one ensemble, beside the rest"
+    shared_ensemble $b &
+    shared_pid=$!
   fi
   case " $fg " in *" tests/model.sh "*)
     model=tests/model.sh
@@ -98,6 +122,10 @@ run_normal() {
     wait "$model_pid" || true
     echo "== normal: the model done (at ${SECONDS}s)"
     count_check normal-model $b/model.out
+  fi
+  if [ -n "$shared_pid" ]; then
+    wait "$shared_pid" || true
+    count_check normal-shared $b/ensemble.out
   fi
   if [ -n "$ctr_pid" ]; then
     wait "$ctr_pid" || true
