@@ -20,10 +20,11 @@
 #                                        what up started; --purge: the
 #                                        images and the state directory too
 #
-# Engines. podman, by default: everything it makes lives in the state
-# directory ZKL_CONTAINER_DIR (build/containers): its containers.conf and
-# storage.conf, the image store, the API socket. The machine's own podman
-# configuration and images are never read or touched. podman-compose 1.0.3
+# Engines. podman, by default: what it keeps lives in the state directory
+# ZKL_CONTAINER_DIR (build/containers): its containers.conf and
+# storage.conf, the image store, the API socket (only its run-time lock and
+# event files go to /run/libpod, a tmpfs, as always). The machine's own
+# podman configuration and images are never read or touched. podman-compose 1.0.3
 # puts every container on a bridge network of its own even when the file
 # says host, so the compose file runs under docker-compose, talking to a
 # podman API service that up starts and down stops. With no registry
