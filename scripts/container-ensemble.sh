@@ -232,13 +232,11 @@ build_image() {
   podman image prune -f >/dev/null 2>&1 || true
 }
 
+# Docker's own `docker compose` where there is one; else docker-compose
+# (with podman, through DOCKER_HOST, the API service's socket)
 compose() {
-  if [ "$ENGINE" = docker ]; then
-    if docker compose version >/dev/null 2>&1; then
-      docker compose -p "$PROJECT" -f "$COMPOSE_FILE" "$@"
-    else
-      docker-compose -p "$PROJECT" -f "$COMPOSE_FILE" "$@"
-    fi
+  if [ "$ENGINE" = docker ] && docker compose version >/dev/null 2>&1; then
+    docker compose -p "$PROJECT" -f "$COMPOSE_FILE" "$@"
   else
     docker-compose -p "$PROJECT" -f "$COMPOSE_FILE" "$@"
   fi
