@@ -22,6 +22,11 @@ enum {
   CLI_EXIT_NOTFOUND = 127    /* COMMAND not found */
 };
 
+/* Whether a tool got its hold (a lock, a lease, a term as leader). Kept
+ * apart from the exit code: zklock's -E CODE may be 0, flock's "skip
+ * quietly", so no exit code may ever stand for "acquired". */
+typedef enum { CLI_GOT_HOLD, CLI_GOT_NOTHING } cli_got_t;
+
 /* Longest -k: the grace period must fit poll()'s int milliseconds, and
  * nobody means a kill delay of more than a day. */
 #define CLI_GRACE_MAX_S 86400

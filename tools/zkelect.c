@@ -139,8 +139,9 @@ static int print_leader(zkl_client_t *c, const struct opts *o,
   return led < 0 ? CLI_EXIT_SOFTWARE : led ? 0 : 1;
 }
 
-/* Campaigns until elected; 0 (leader since *granted) or an exit code. */
-static int campaign(zkl_election_t *e, int64_t *granted) {
+/* Campaigns until elected: CLI_GOT_HOLD (leader since *granted), or
+ * CLI_GOT_NOTHING with the exit code to leave with in *code. */
+static cli_got_t campaign(zkl_election_t *e, int64_t *granted, int *code) {
   int rc, sig;
   cli_set_waiting(1);
   rc = zkl_election_wait(e, ZKL_NO_DEADLINE);
@@ -148,12 +149,15 @@ static int campaign(zkl_election_t *e, int64_t *granted) {
   cli_set_waiting(0);
   sig = cli_interrupted();
   if (sig)
-    return 128 + sig;
-  if (rc == ZKL_ELOST) {
+    *code = 128 + sig;
+  else if (rc == ZKL_ELOST) {
     cli_error("campaign ended: %s", zkl_strerror(rc));
-    return CLI_EXIT_LOST;
-  }
-  return rc == ZKL_OK ? 0 : cli_fail("campaign ended", rc);
+    *code = CLI_EXIT_LOST;
+  } else if (rc != ZKL_OK)
+    *code = cli_fail("campaign ended", rc);
+  else
+    return CLI_GOT_HOLD;
+  return CLI_GOT_NOTHING;
 }
 
 static int lead(zkl_client_t *c, zkl_election_t *e, const struct opts *o,
@@ -163,7 +167,7 @@ static int lead(zkl_client_t *c, zkl_election_t *e, const struct opts *o,
   uint64_t token = 0;
   int64_t granted;
   int rc, code;
-  if ((code = campaign(e, &granted)) != 0)
+  if (campaign(e, &granted, &code) != CLI_GOT_HOLD)
     return code;
   zkl_election_token(e, &token);
   snprintf(tok, sizeof tok, "ZKELECT_TOKEN=%" PRIu64, token);

@@ -350,7 +350,7 @@ static int sweep(zkl_client_t *c, const struct opts *o, const char *root) {
   return 0;
 }
 
-/* Acquire as the options say; returns 0 or an exit code. */
+/* Releases what acquire() took; ZKL_OK or why the hold was not ours. */
 static int unlock(struct lock *k) {
   if (k->ml)
     return zkl_multilock_unlock(k->ml);
@@ -364,7 +364,10 @@ static int unlock(struct lock *k) {
   return k->write ? zkl_rwlock_wrunlock(k->rw) : zkl_rwlock_rdunlock(k->rw);
 }
 
-static int acquire(struct lock *k, const struct opts *o) {
+/* Acquires as the options say: CLI_GOT_HOLD, or CLI_GOT_NOTHING with the exit
+ * code to leave with in *code (the -E code when -n/-w gave up, 128+N
+ * when signal N interrupted the wait, or a failure's). */
+static cli_got_t acquire(struct lock *k, const struct opts *o, int *code) {
   int64_t until = zkl_now_ms() + (int64_t)(o->wait_s * 1000);
   int rc, sig;
   cli_set_waiting(1);
@@ -395,12 +398,14 @@ static int acquire(struct lock *k, const struct opts *o) {
     rc = ZKL_ECANCELED;
   }
   if (rc == ZKL_OK)
-    return 0;
+    return CLI_GOT_HOLD;
   if (rc == ZKL_ECANCELED)
-    return 128 + sig;
-  if (rc == ZKL_EBUSY || rc == ZKL_ETIMEDOUT)
-    return (int)o->conflict;
-  return cli_fail("cannot lock", rc);
+    *code = 128 + sig;
+  else if (rc == ZKL_EBUSY || rc == ZKL_ETIMEDOUT)
+    *code = (int)o->conflict;
+  else
+    *code = cli_fail("cannot lock", rc);
+  return CLI_GOT_NOTHING;
 }
 
 static int run_locked(zkl_client_t *c, struct lock *k, const char *name,
@@ -520,7 +525,7 @@ int main(int argc, char **argv) {
     return code;
   }
   cli_set_cancel(cancel_lock, &k);
-  if ((code = acquire(&k, &o)) == 0) {
+  if (acquire(&k, &o, &code) == CLI_GOT_HOLD) {
     int64_t granted = zkl_now_ms();
     code = run_locked(c, &k, argv[first], argv + first + 1, o.grace_ms,
                       granted);
