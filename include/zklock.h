@@ -54,8 +54,11 @@
  *     any other value  the time to give up at, with ZKL_ETIMEDOUT. One
  *                      already past, any negative value included, waits
  *                      for nothing: an acquire still takes a lock it finds
- *                      free at its first look (zkl_mutex_timedlock()), and
- *                      a wait for a state (connected, leading) looks once.
+ *                      free at its first look (zkl_mutex_timedlock()), on
+ *                      any key (new, used before, or under a parent made
+ *                      by someone else); an election's wait waits for its
+ *                      campaign's first look (zkl_election_wait()); and
+ *                      a wait for the connection looks once.
  */
 #ifndef ZKLOCK_H
 #define ZKLOCK_H
@@ -1277,9 +1280,12 @@ ZKL_EXTERN int zkl_election_join(zkl_election_t *e);
 
 /*
  * Wait until this candidate leads, or until deadline_ms (see TIME:
- * ZKL_NO_DEADLINE waits for ever; one already past, negative included,
- * returns at once, ZKL_ETIMEDOUT unless the campaign is over). Joins
- * first if not campaigning, and a timeout leaves the campaign running.
+ * ZKL_NO_DEADLINE waits for ever). Joins first if not campaigning, and a
+ * timeout leaves the campaign running. Whatever the deadline, a campaign's
+ * first look at the election's queue is waited for (about a round trip,
+ * as an acquire's is): a candidate that finds nobody ahead leads, and
+ * ZKL_OK comes even with a deadline already past (0, or negative); one
+ * that finds a leader returns ZKL_ETIMEDOUT then, still campaigning.
  * Returns ZKL_OK (leader), ZKL_ETIMEDOUT (still campaigning), ZKL_ELOST
  * (the candidacy ended: lost or resigned), ZKL_EINVAL, or the error that
  * ended the campaign (ZKL_EREVOKED: another client deleted our node;

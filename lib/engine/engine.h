@@ -278,6 +278,8 @@ ZKL__HIDDEN int zkl__queue_start_member(zkl__queue_t *q, int mode,
 /* Under c->mu: the started acquisition a is given up; it ends soon with
  * ZKL_ECANCELED (done() still comes). */
 ZKL__HIDDEN void zkl__queue_abandon(zkl__acq_t *a);
+ZKL__HIDDEN void zkl__run_on_looked(zkl__acq_t *a,
+                                    void (*fn)(void *ctx, int ended));
 /* Under c->mu: end hold (or ended acquisition) a where nothing may wait:
  * its node is deleted by the event thread, and a is freed. */
 ZKL__HIDDEN void zkl__queue_discard(zkl__acq_t *a);
@@ -417,6 +419,11 @@ struct zkl__run {
   /* An asynchronous run ends on the event thread, which calls done() */
   zkl__run_done_fn done_fn;
   void *done_ctx;
+  /* Called once, under c->mu, when the run's first look at the queue is
+   * over: it holds, waits, ended, or is stalled by trouble (parked). For
+   * a caller with no thread of its own in the run that must not give up
+   * before that look (election.c: a deadline already past). */
+  void (*looked_fn)(void *ctx, int ended);
   int abandoned;           /* its caller gave up on it: end it quietly */
   int ended;               /* on c->ended, through ended_next */
   zkl__acq_t *ended_next;
@@ -484,6 +491,10 @@ ZKL__HIDDEN void zkl__step_agree(zkl__acq_t *a);
 /* flat.c: the top of a flat lock's every pass (zkl__step_top goes there
  * for a ZKL__Q_FLAT queue, once it checked that the run goes on) */
 ZKL__HIDDEN void zkl__flat_top(zkl__acq_t *a);
+/* wait.c: the wait behind a position's wait set, and a try's last look;
+ * each ends through r->back (acquire.c sets it) */
+ZKL__HIDDEN void zkl__step_wait(zkl__acq_t *a);
+ZKL__HIDDEN void zkl__try_last(zkl__acq_t *a);
 /* acquire.c */
 ZKL__HIDDEN void zkl__step_top(zkl__acq_t *a);
 ZKL__HIDDEN void zkl__joined(zkl__acq_t *a);
@@ -557,6 +568,9 @@ struct zkl__join {
   int mode;
   int64_t deadline;  /* as given (-1: none): the connection's wait */
   int64_t until;     /* a timed acquire's deadline, else -1 */
+  /* No look at the queues yet: joining again because parents were
+   * missing does not wait for the deadline (zklock.h, TIME) */
+  int first;
   int running;       /* member runs not ended yet */
   int failed;        /* the first member's failure, or 0 */
   int tries;         /* times it started over (ZKL__AGAIN) */
