@@ -341,7 +341,9 @@ enum {
   ZKL_STATS_REQ_SYNC = 6,         /* sync */
   ZKL_STATS_REQ_MULTI = 7,        /* a transaction sent as one request (a
                                      guarded write's, a multi-lock's join) */
-  ZKL_STATS_REQ_KINDS = 12        /* the array's bound: 8..11 are free */
+  ZKL_STATS_REQ_CHECK = 8,        /* check, inside a transaction: a
+                                     release's guard (since 1.1) */
+  ZKL_STATS_REQ_KINDS = 12        /* the array's bound: 9..11 are free */
 };
 
 /* Buckets of a histogram: bucket 0 counts the values 0 and 1, bucket i
@@ -528,11 +530,15 @@ enum {
   ZKL_MUTEX_KAZOO = 1 << 1,
   /* A flat lock, for many keys each rarely contended: no queue, the lock
    * is one ephemeral node, <root>/<name> itself, and whoever creates it
-   * holds (as Redis's SET NX). Uncontended it costs a create, and at
-   * unlock a read and a delete, and leaves no directory per key. Its
-   * data is our usual header plus a "guid=" line naming the acquisition
-   * that made it; the token is its czxid, as for any hold. The whole
-   * mutex API works as documented, with these differences:
+   * holds (as Redis's SET NX). Uncontended it costs one transaction to
+   * lock (the create, and a setData that writes its data) and one to
+   * unlock, no read, and leaves no directory per key. Its data is our
+   * usual header plus a "guid=" line naming the acquisition that made it;
+   * the token is its czxid, as for any hold. Its ACL gives every right to
+   * this client's own identity alone (a secret digest identity each
+   * client makes and gives each of its sessions) and read to all, also
+   * with ZKL_ACL_CREATOR. The whole mutex API works as documented, with
+   * these differences:
    * - NOT FIFO: a waiter reads the node with a watch and, when that watch
    *   fires (the holder released, or its session ended), creates the node
    *   again; whichever create comes first holds, and the others wait
@@ -555,12 +561,18 @@ enum {
    *   someone else. Deletes that must wait for a connection check the
    *   node's owner and czxid (or guid) before they go, so a node another
    *   acquisition of this process made since is never deleted.
-   * - The final unlock reads the node *before* its delete, not in the
-   *   same round trip (two round trips): the name is everybody's, and a
-   *   node someone made there after ours was deleted behind our back is
-   *   theirs. Unlock then returns ZKL_ELOST and leaves it alone (only a
-   *   delete of ours and a create landing between our read and our
-   *   delete, a few milliseconds, could still take it).
+   * - The final unlock is one transaction, a setData of the node at the
+   *   data version its create gave it (1), which only our identity may
+   *   write, and its delete: the name is everybody's, and a node someone
+   *   made there after ours was deleted behind our back is theirs. Any
+   *   other client's (zklock's at version 1 too, but with its own
+   *   identity; anyone's plain create, at version 0) fails that guard,
+   *   and unlock returns ZKL_ELOST and leaves the node alone. What no
+   *   guard can tell is a node made there with our identity: two
+   *   acquisitions of one client never make or hold the node at once (a
+   *   second waits in the process, sending nothing, as behind a local
+   *   mutex; a try says ZKL_EBUSY); or by someone who deliberately copies
+   *   both our version and an ACL open to our writes.
    * - The parent <root> is made as for a queue lock (a container, on
    *   first use) and never deleted by this object.
    * - zkl_mutex_queue() shows a held flat lock as one entry (seq 0).
@@ -694,15 +706,27 @@ ZKL_EXTERN int zkl_mutex_timedlock(zkl_mutex_t *mutex, int64_t deadline_ms);
  * ZKL_OK from the last level means the hold was still ours when unlock was
  * called: our node was there, with our creation zxid and our session as its
  * owner. A node deleted (or deleted and re-created by another client) gives
- * ZKL_ELOST: unlock reads the node's identity in the same round trip as its
- * delete, so any such change our ZooKeeper server has applied when it
- * answers is judged (one it has not applied yet, committed in that very
- * instant through another server, is not: a sync would be needed, a round
- * trip to the leader on every unlock). A node another client deleted and
- * re-created under our name (a name only we may use) before we heard of it
- * is deleted by that round trip, which also reports the loss (as does a
- * delete that landed while the read went unanswered: nothing vouches for
- * what it deleted); a node already known not to be ours is never deleted. If
+ * ZKL_ELOST. How unlock knows depends on what tells our node apart:
+ * - A node made at data version 1 (a flat lock's; a queue's first node in
+ *   a parent made with it, as on a key never used before): the delete
+ *   goes in one transaction with a guard at the version we know (a check;
+ *   a flat lock's a setData only our identity may write), and no read.
+ *   A node made again at our name by a plain create (version 0) fails it,
+ *   and so does any node made again by another zklock client at a flat
+ *   lock's name: ZKL_ELOST, and that node is left alone. Data written on
+ *   our node by someone else moves its version: unlock then reads the
+ *   node, and deletes it, guarded at the version read, only if it is ours
+ *   and written to only by revokers (anything else is ZKL_ELOST).
+ * - Any other node (a queue's, in a parent used before): unlock reads the
+ *   node's identity in the same round trip as its delete, so any such
+ *   change our ZooKeeper server has applied when it answers is judged (one
+ *   it has not applied yet, committed in that very instant through another
+ *   server, is not: a sync would be needed, a round trip to the leader on
+ *   every unlock). A node another client deleted and re-created under our
+ *   name (a name only we may use) before we heard of it is deleted by that
+ *   round trip, which also reports the loss (as does a delete that landed
+ *   while the read went unanswered: nothing vouches for what it deleted).
+ * A node already known not to be ours is never deleted. If
  * the delete fails for want of a connection, unlock waits for the session's
  * fate: reconnected (ZKL_OK), expired, or still disconnected after about a
  * third of the session timeout (ZKL_ELOST). So a process stopped past its

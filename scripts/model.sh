@@ -47,7 +47,7 @@ kind_re() {
   unlock) echo 'assertion violated.*judged' ;;       # unlock said OK for a node not ours
   orphan) echo 'assertion violated.*(salive\[nown|!\(left\))' ;; # a node left behind
   stuck) echo 'assertion violated \(+fin==' ;;        # nothing can move, someone not done
-  foreign) echo 'assertion violated \(\((nown\[t\]|kby==c|nz==)' ;; # a delete of a node not ours (flatfaults: not the one meant)
+  foreign) echo 'assertion violated \(+(nown\[t\]|kby==c|nz==)' ;; # a delete of a node not ours (flatfaults: not the one meant)
   fencing) echo 'assertion violated \(hdel\[tok\[i\]\]' ;; # flatfaults: a hold's token not its node's czxid, or not above the last
   cycle) echo 'acceptance cycle' ;;                  # an acquisition that never ends
   nonprogress) echo 'non-progress cycle' ;;          # nobody ever holds again (livelock)
@@ -128,6 +128,7 @@ lean0-hostile|none|-DLEAN0 -DCONN=0 -DGIVEUP=0 -DROGUE=2|$SAFE|-DSAFETY
 lean0-curator-peer|none|-DLEAN0 -DPEER -DCONN=0 -DGIVEUP=1|$SAFE|-DSAFETY
 mutant-lean0-any|excl|-DLEAN0 -DBUG_LEAN_ANY -DCONN=0 -DGIVEUP=0|$SAFE|-DSAFETY
 mutant-lean0-peer|excl|-DLEAN0 -DBUG_LEAN_ANY -DPEER -DCONN=0 -DGIVEUP=0|$SAFE|-DSAFETY
+mutant-lean0-guard-any-version|foreign+unlock|-DLEAN0 -DBUG_GUARD_ANY_VERSION -DCONN=0 -DGIVEUP=0 -DROGUE=1 -DRPLANT=0 -DRDELETE=0|$SAFE|-DSAFETY
 mutant-lean-unlock|unlock|-DBUG_LEAN_UNLOCK -DCONN=0 -DGIVEUP=0 -DROGUE=1 -DRPLANT=0 -DRDELETE=0|$SAFE|-DSAFETY
 ml-nested|none|-DMULTIS=1 -DNESTED=2 -DMCYCLES=2 -DNCYCLES=2 -DGIVEUP=1 -DROGUE=1|$SAFE|-DSAFETY|$ML
 ml-two-sets|none|-DMULTIS=2 -DNESTED=2 -DMCYCLES=2 -DNCYCLES=2 -DGIVEUP=1|$SAFE|-DSAFETY|$ML
@@ -208,10 +209,12 @@ flat-safety|none|-DCYCLES=3 -DROGUE=2 -DLOSTREPLY=2|$SAFE|-DSAFETY|$FL
 flat-shared|none|-DSHARED -DCYCLES=3 -DROGUE=2 -DLOSTREPLY=2|$SAFE|-DSAFETY|$FL
 flat-liveness|none|-DLIVE -DCYCLES=3 -DLOSTREPLY=2|$LIVE|-DNFAIR=3|$FL
 flat-liveness-rogue|none|-DLIVE -DSHARED -DROGUE=2 -DLOSTREPLY=2|$LIVE|-DNFAIR=3|$FL
-flat-limit-window|foreign|-DRWINDOW -DROGUE=1|$SAFE|-DSAFETY|$FL
 redundant-flat-guid|none|-DBUG_ADOPT_OWNER -DCYCLES=3 -DROGUE=2 -DLOSTREPLY=2|$SAFE|-DSAFETY|$FL
 mutant-flat-blind-unlock|foreign+unlock|-DBUG_BLIND_UNLOCK -DROGUE=1|$SAFE|-DSAFETY|$FL
-mutant-flat-adopt-owner|excl|-DBUG_ADOPT_OWNER -DSHARED -DLOSTREPLY=1|$SAFE|-DSAFETY|$FL
+mutant-flat-guard-any-acl|foreign+unlock|-DBUG_GUARD_ANY_ACL -DROGUE=1|$SAFE|-DSAFETY|$FL
+mutant-flat-guard-any-version|foreign+unlock|-DBUG_GUARD_ANY_VERSION -DROGUE=1|$SAFE|-DSAFETY|$FL
+mutant-flat-no-claim|foreign+unlock+excl|-DBUG_NO_CLAIM -DSHARED -DROGUE=1|$SAFE|-DSAFETY|$FL
+redundant-flat-adopt-owner-shared|none|-DBUG_ADOPT_OWNER -DSHARED -DLOSTREPLY=1|$SAFE|-DSAFETY|$FL
 mutant-flat-adopt-any|excl|-DBUG_ADOPT_ANY -DLOSTREPLY=1|$SAFE|-DSAFETY|$FL
 mutant-flat-token-later|token+excl|-DBUG_TOKEN_LATER -DROGUE=1|$SAFE|-DSAFETY|$FL
 mutant-flat-no-watch-wait|cycle|-DBUG_NO_WATCH_WAIT -DLIVE|$LIVE|-DNFAIR=3|$FL
@@ -221,10 +224,12 @@ flatf-expiry|none|-DN=2 -DCYCLES=2 -DCONN=1 -DEXPIRE=1 -DGIVEUP=1 -DROGUE=1|$SAF
 flatf-shared|none|-DSHARED -DN=3 -DCONN=1 -DGIVEUP=1 -DROGUE=2|$SAFE|-DSAFETY|$FF
 flatf-liveness|none|-DLIVE -DN=2 -DCYCLES=2 -DCONN=1 -DEXPIRE=1 -DGIVEUP=0 -DROGUE=0|$LIVE|-DNFAIR=3|$FF
 flatf-progress|none|-DPROGRESS -DN=2 -DCYCLES=2 -DCONN=1 -DGIVEUP=1 -DROGUE=1|$NPROG|-DNP|$FF
-mutant-flatf-pipelined-unlock|foreign|-DBUG_PIPELINED_UNLOCK -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=1|$SAFE|-DSAFETY|$FF
+mutant-flatf-guard-any-acl|foreign+unlock|-DBUG_GUARD_ANY_ACL -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=1|$SAFE|-DSAFETY|$FF
+mutant-flatf-guard-any-version|foreign+unlock|-DBUG_GUARD_ANY_VERSION -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=1|$SAFE|-DSAFETY|$FF
+mutant-flatf-no-claim|foreign+unlock+excl|-DBUG_NO_CLAIM -DSHARED -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=1|$SAFE|-DSAFETY|$FF
 mutant-flatf-adopt-any|fencing+excl|-DBUG_ADOPT_ANY -DN=2 -DCYCLES=2 -DCONN=1 -DGIVEUP=0 -DROGUE=0|$SAFE|-DSAFETY|$FF
-mutant-flatf-adopt-any-shared|fencing+excl|-DBUG_ADOPT_ANY -DSHARED -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=0|$SAFE|-DSAFETY|$FF
-mutant-flatf-token-other|fencing|-DBUG_TOKEN_OTHER -DSHARED -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=1|$SAFE|-DSAFETY|$FF
+redundant-flatf-adopt-any-shared|none|-DBUG_ADOPT_ANY -DSHARED -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=0|$SAFE|-DSAFETY|$FF
+redundant-flatf-token-other|none|-DBUG_TOKEN_OTHER -DSHARED -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=1|$SAFE|-DSAFETY|$FF
 mutant-flatf-pdel-owner|foreign|-DBUG_PDEL_OWNER -DN=2 -DCYCLES=2 -DCONN=1 -DGIVEUP=0 -DROGUE=0|$SAFE|-DSAFETY|$FF
 mutant-flatf-retry-any|nonprogress|-DBUG_RETRY_ANY -DPROGRESS -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=0|$NPROG|-DNP|$FF
 mutant-flatf-no-watch|cycle|-DBUG_NO_WATCH -DLIVE -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=0|$LIVE|-DNFAIR=3|$FF
@@ -246,6 +251,7 @@ deep-hostile|none|-DROGUE=2 -DCONN=1 -DGIVEUP=0 -DRDURING|$DSAFE|$DC
 deep-hostile-any|none|-DROGUE=1 -DCONN=1 -DGIVEUP=1|$DSAFE|$DC
 deep-lean0-readers|none|-DLEAN0 -DN=3 -DREADERS=2 -DCONN=0 -DGIVEUP=1|$DSAFE|$DC
 deep-lean0-hostile|none|-DLEAN0 -DROGUE=2 -DCONN=1 -DGIVEUP=1 -DRDURING|$DSAFE|$DC
+deep-lean0-guard-replace|none|-DLEAN0 -DCONN=1 -DGIVEUP=0 -DROGUE=1 -DRPLANT=0 -DRDELETE=0|$DSAFE|$DC
 deep-expiry|none|-DCONN=2 -DEXPIRE=1 -DGIVEUP=0|$DSAFE|$DC -DHC4
 deep-liveness|none|-DLIVE -DCONN=1 -DGIVEUP=1 -DROGUE=1 -DRDELETE=0 -DRREPLACE=0|$DLIVE|-DNFAIR=3 -DMEMLIM=6000
 deep-liveness-expiry|none|-DLIVE -DCONN=1 -DEXPIRE=1 -DGIVEUP=0|$DLIVE|-DNFAIR=3 -DMEMLIM=6000

@@ -639,7 +639,58 @@ static void test_deadline_ts(void) {
   CHECK_INT(ts.tv_nsec, ==, 345000000);
 }
 
+/* digest.c: SHA-1 (FIPS 180-4's examples, and a two-block tail), base64,
+ * and the digest id ZooKeeper gives the test ensemble's super user
+ * (scripts/zk-ensemble.sh), computed the same way from its credentials. */
+static void hex(const unsigned char *b, size_t n, char *out) {
+  size_t i;
+  for (i = 0; i < n; i++)
+    sprintf(out + 2 * i, "%02x", b[i]);
+}
+
+static void test_digest(void) {
+  static const struct {
+    const char *in, *sha1;
+  } v[] = {
+      {"", "da39a3ee5e6b4b0d3255bfef95601890afd80709"},
+      {"abc", "a9993e364706816aba3e25717850c26c9cd0d89d"},
+      {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+       "84983e441c3bd26ebaae4aa1f95129e5e54670f1"},
+      {"The quick brown fox jumps over the lazy dog",
+       "2fd4e1c67a2d28fced849ee1bb76e7391b93eb12"},
+  };
+  unsigned char sum[20];
+  char h[41], b64[64];
+  zkl__identity_t a, b;
+  size_t i;
+  for (i = 0; i < sizeof v / sizeof v[0]; i++) {
+    zkl__sha1(v[i].in, strlen(v[i].in), sum);
+    hex(sum, 20, h);
+    CHECK_STR(h, v[i].sha1);
+  }
+  CHECK_INT(zkl__base64((const unsigned char *)"f", 1, b64), ==, 4);
+  CHECK_STR(b64, "Zg==");
+  zkl__base64((const unsigned char *)"fo", 2, b64);
+  CHECK_STR(b64, "Zm8=");
+  zkl__base64((const unsigned char *)"foobar", 6, b64);
+  CHECK_STR(b64, "Zm9vYmFy");
+  zkl__sha1("super:zklock-test-super", 23, sum);
+  zkl__base64(sum, 20, b64);
+  CHECK_STR(b64, "VBgGM0yVI2N64eWfTnvWeUWwxKw=");
+  /* two clients, two identities; each id is "user:" + 28 characters */
+  CHECK_RC(zkl__identity_make(&a), ZKL_OK);
+  CHECK_RC(zkl__identity_make(&b), ZKL_OK);
+  CHECK(strcmp(a.cred, b.cred) != 0);
+  CHECK(strncmp(a.cred, "zkl-", 4) == 0 && strchr(a.cred, ':') != NULL);
+  CHECK_INT(strlen(a.acl_id), ==, 4 + 32 + 1 + 28);
+  CHECK(strncmp(a.acl_id, a.cred, 4 + 32 + 1) == 0);
+  zkl__sha1(a.cred, strlen(a.cred), sum);
+  zkl__base64(sum, 20, b64);
+  CHECK_STR(a.acl_id + 4 + 32 + 1, b64);
+}
+
 int main(void) {
+  RUN(test_digest);
   RUN(test_seq_parse);
   RUN(test_name_parse);
   RUN(test_name_foreign);

@@ -151,6 +151,10 @@ struct zkl__acq {
    * the watcher call it, under c->mu, and know nothing of the run. */
   void (*wake)(zkl__acq_t *a);
   zkl__went_t own_went;  /* path: our node's, while we know it */
+  /* A flat lock's claim on its name in this client (zkl__claim_take):
+   * idx 0 while it may make or hold the node, 1 while it waits for the
+   * claim; path NULL: none */
+  zkl__went_t claim;
   uint64_t evseq;        /* the path watcher's last event that saw us */
   pthread_cond_t cv;
   zkl__acq_t *prev, *next; /* client's list of acquisitions */
@@ -159,6 +163,14 @@ struct zkl__acq {
 ZKL__HIDDEN void zkl__acq_link(zkl_client_t *c, zkl__acq_t *a);
 ZKL__HIDDEN void zkl__acq_unlink(zkl_client_t *c, zkl__acq_t *a);
 ZKL__HIDDEN void zkl__set_state(zkl_client_t *c, zkl__acq_t *a, int state);
+/* A client never has two acquisitions of one flat lock making or holding
+ * its node: they share one identity, which a release's guard cannot tell
+ * apart (release.c). Under c->mu: 1 when a holds the claim on path now;
+ * else 0, a waits for it and is kicked when it is let go. */
+ZKL__HIDDEN int zkl__claim_take(zkl_client_t *c, zkl__acq_t *a,
+                                const char *path);
+/* Under c->mu: lets a's claim (or its wait for one) go; no claim, nothing. */
+ZKL__HIDDEN void zkl__claim_drop(zkl_client_t *c, zkl__acq_t *a);
 /* A hold that lasts this long gets a watch on its own node, so that its
  * deletion is reported as LOST at once; shorter holds learn it at release
  * and send no extra request. */
@@ -310,6 +322,11 @@ struct zkl__rel {
   zkl__session_t *s;     /* the node's session (a reference), while out */
   zkl__call_t st, del, pd; /* the read, the delete, the directory's delete */
   int judge, tidy, left;
+  /* The delete went guarded (zkl__guard): st is the guard's answer; a
+   * guard that found the node rewritten sends the read instead (read) */
+  int guarded, read;
+  int gversion; /* the version the guard checks: the one we know, or read */
+  int intact;   /* the read before a guarded delete found our data intact */
   uint64_t epoch;        /* c->conn_epoch when the delete went */
   int pending;           /* the delete failed: waiting for the verdict */
   int64_t end, due;      /* ... at most until end; ask again at due */

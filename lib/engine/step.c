@@ -211,6 +211,7 @@ void zkl__acq_free(zkl_client_t *c, zkl__acq_t *a) {
   if (a->held_us) /* a hold counted in acquires: its end */
     zkl__stats_time(&c->stats.hold, a->held_us);
   zkl__acq_unlink(c, a);
+  zkl__claim_drop(c, a);
   zkl__session_put(c, a->sess);
   zkl__went_del(c, &a->own_went);
   free(a->path);

@@ -55,11 +55,19 @@ int zkl__create(zkl__call_t *call, zkl__session_t *s, const char *path,
                 const char *data, int len, int flags) {
   if (!(flags & ZOO_CONTAINER)) /* see batch.c */
     return zkl__issued(call, ZKL_STATS_REQ_CREATE,
-                       zkl__batch_create(call, s, path, data, len, flags));
+                       zkl__batch_create(call, s, path, data, len, flags,
+                                         NULL));
   out(call, s);
   return sent(call, ZKL_STATS_REQ_CREATE,
               zoo_acreate2(s->zh, path, data, len, call->c->acl, flags,
                            on_create_w, call));
+}
+
+int zkl__create_own(zkl__call_t *call, zkl__session_t *s, const char *path,
+                    const char *data, int len, int flags) {
+  return zkl__issued(call, ZKL_STATS_REQ_CREATE,
+                     zkl__batch_create(call, s, path, data, len, flags,
+                                       &call->c->own_acl));
 }
 
 int zkl__create_dir(zkl__call_t *call, zkl__session_t *s, const char *path,
@@ -123,6 +131,18 @@ int zkl__delete_at(zkl__call_t *call, zkl__session_t *s, const char *path,
                    int version) {
   return zkl__issued(call, ZKL_STATS_REQ_DELETE,
                      zkl__batch_delete(call, s, path, version));
+}
+
+int zkl__delete_guarded(zkl__call_t *gcall, zkl__call_t *call,
+                        zkl__call_t *pcall, zkl__session_t *s,
+                        const char *path, int set, int version,
+                        const char *parent) {
+  int rc = zkl__batch_delete_guarded(gcall, call, pcall, s, path, set,
+                                     version, parent);
+  zkl__issued(gcall, set ? ZKL_STATS_REQ_SET_DATA : ZKL_STATS_REQ_CHECK, rc);
+  if (parent)
+    zkl__issued(pcall, ZKL_STATS_REQ_DELETE, rc);
+  return zkl__issued(call, ZKL_STATS_REQ_DELETE, rc);
 }
 
 int zkl__delete_with_parent(zkl__call_t *call, zkl__call_t *pcall,
