@@ -1060,7 +1060,8 @@ ZKL_EXTERN int zkl_semaphore_create(zkl_semaphore_t **out,
  * one round trip: the create and the listing, and on an object's first
  * acquire a read of the directory's max=N in the same round trip; once
  * the directory was made anew or its data rewritten (the listing tells),
- * one more round trip reads it again.
+ * or the listing was lost with the connection, one more round trip reads
+ * it again.
  * Other codes: ZKL_EMISMATCH (see above), ZKL_ECANCELED, ZKL_ECLOSED,
  * ZKL_EREVOKED, ZKL_EAUTH, ZKL_EFORKED, ZKL_EINVAL, a ZooKeeper code. On
  * any error no node of ours is left.

@@ -285,9 +285,10 @@ void zkl__joined(zkl__acq_t *a) {
       r->agreed = 1;
     } else {
       /* read before our create: maybe of an earlier incarnation, or
-       * rewritten since */
-      if (r->have_list && r->gd.rc == ZOK &&
-          (r->gd.stat.czxid != r->ls.stat.czxid ||
+       * rewritten since; with no listing to tell, read it again (a member
+       * judges the directory as it was once its node was made) */
+      if (r->gd.rc == ZOK &&
+          (!r->have_list || r->gd.stat.czxid != r->ls.stat.czxid ||
            r->gd.stat.version != r->ls.stat.version))
         r->gd.rc = ZCONNECTIONLOSS;
       r->tries = 0;

@@ -259,7 +259,7 @@ static void step_recover_stat(zkl__acq_t *a) {
  * by the listing's stat (incarnation and data version) when this object
  * agreed with that stamp before, or by a read of it, which zkl__joined()
  * makes again if the one sent before our create is not of the listing's
- * stamp. The directory is read once per
+ * stamp, or if no listing came to tell. The directory is read once per
  * incarnation and data version, so the uncontended path reads nothing
  * more. Leases whose names carry no N (an older version's) count as ours,
  * as those versions count ours: they are judged by the directory alone.
