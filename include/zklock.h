@@ -1020,26 +1020,29 @@ ZKL_EXTERN int zkl_rwlock_node_path(const zkl_rwlock_t *rw, char *buf,
  * reconnected, found by its guid if its create's reply was lost), or with
  * the session when the process dies.
  *
- * Every member must agree on N, and no write to any node can override
- * that. Each lease's name carries its N, and names cannot be rewritten: a
- * member refuses (ZKL_EMISMATCH from every acquire, no node left) while
- * any live lease before its own carries another N. It looks at its first
- * listing, which comes with its create, and at every later one: of two
- * members that disagree, the later always sees the earlier's lease, so
- * leases of two different N are never granted together: a holder's
- * agreement cannot break under it, so its state does not change (but see
- * older versions below). With no such lease live, the semaphore's directory
- * (a container node, gone once the last lease is) speaks: it says
- * "max=N", written by the first member to make it, and a member created
- * with another N is refused. Anyone allowed to write the directory can
- * rewrite its data: that changes nothing while leases of the old N live
- * (members of the old N still get in, others are refused), and makes the
- * new N the semaphore's once every lease of the old N is gone (members of
- * the old N are refused from then on). Leases of older zklock versions
- * carry no N in their names: they are judged by the directory alone, as
- * those versions did, so a rewritten directory can still over-admit while
- * they take part. A lock (zkl_mutex_t, zkl_rwlock_t) on the same name
- * excludes every lease and is excluded by them.
+ * Every member must agree on N, and one rule, the same for every member,
+ * says which N: the semaphore's directory (a container node, gone once the
+ * last lease is) carries "max=N", written by the member that made it (on
+ * a directory made without data, by the first member whose conditional
+ * write of it lands), and a member created with another N is refused:
+ * ZKL_EMISMATCH from every acquire, no node left. Each member judges the
+ * directory as it was once its own node was made, so of members of two N
+ * racing on a fresh name exactly one N is admitted, whichever made the
+ * directory, and the other is refused, again on every retry while the
+ * directory says so. Leases of two N are never granted together, and no
+ * write to any node can override that: each lease's name carries its N,
+ * names cannot be rewritten, and a lease waits behind a lease of another N
+ * before it as behind a lock (a refused member's node, until its delete
+ * lands a round trip later; a holder of the old N after a rewrite). Anyone
+ * allowed to write the directory can rewrite its data: holders keep their
+ * leases (nothing breaks under them), members of the old N are refused
+ * from then on, and members of the new N wait until every lease of the
+ * old N before theirs is gone. Leases of older zklock versions carry no N
+ * in their names: they count as leases of every N and are judged by the
+ * directory alone, as those versions did, so a rewritten directory can
+ * still over-admit while they take part. A lock (zkl_mutex_t,
+ * zkl_rwlock_t) on the same name excludes every lease and is excluded by
+ * them.
  *
  * Leases belong to no thread: any thread may release one, once. The token
  * of a lease (the czxid of its node) grows with the order of grants; it
@@ -1077,14 +1080,15 @@ ZKL_EXTERN int zkl_semaphore_create(zkl_semaphore_t **out,
 
 /*
  * Take one lease: blocking, trying (ZKL_EBUSY when all N are held or
- * waited for), or until deadline_ms (ZKL_ETIMEDOUT; see TIME, and
+ * waited for, or a lease of another N is in the way), or until deadline_ms (ZKL_ETIMEDOUT; see TIME, and
  * zkl_mutex_timedlock() for a deadline already past or ZKL_NO_DEADLINE,
  * which makes it zkl_semaphore_acquire()). *lease is set on
  * ZKL_OK; release it with zkl_lease_release(). An uncontended acquire is
  * one round trip: the create and the listing, and on an object's first
  * acquire a read of the directory's max=N in the same round trip; once
  * the directory was made anew or its data rewritten (the listing tells),
- * one more round trip reads it again.
+ * or the listing was lost with the connection, one more round trip reads
+ * it again.
  * Other codes: ZKL_EMISMATCH (see above), ZKL_ECANCELED, ZKL_ECLOSED,
  * ZKL_EREVOKED, ZKL_EAUTH, ZKL_EFORKED, ZKL_EINVAL, a ZooKeeper code. On
  * any error no node of ours is left.

@@ -55,6 +55,7 @@ kind_re() {
   commit) echo 'assertion violated \(wshared' ;;     # an exclusive write committed beside a reader
   told) echo 'assertion violated.*ovl' ;;            # a hold beside a reader ended OK
   overwrite) echo 'assertion violated \(+dirN==0' ;;  # a semaphore directory's max=N overwritten
+  rule) echo 'assertion violated ruled' ;;            # a semaphore: a member of another N than the directory's admitted, or one of its N refused
   fenced) echo 'assertion violated \( *!\(forced\)' ;; # a revoked holder's guarded write committed
   revline) echo 'assertion violated \(+ndata&asked' ;; # a revoker's line gone from the holder's data
   token) echo 'assertion violated \(+(ncrA|ctok|tok\[c\]>lasttok)' ;; # two creates in one directory in one transaction; a token not the node's czxid; flat: a token not above the last
@@ -156,7 +157,14 @@ mutant-semaphore-no-poll|cycle|-DBUG_NO_POLL -DLIVE -DM=4 -DSTAY=1 -DLOSTMARK=1|
 mutant-semaphore-no-delete|orphan|-DBUG_NO_DELETE -DM=2|$SAFE|-DSAFETY|$SEM
 mutant-semaphore-keep-refused|orphan|-DBUG_KEEP_REFUSED -DM=2 -DL1=3|$SAFE|-DSAFETY|$SEM
 semaphore-list-lost|none|-DLISTLOST=1 -DM=2 -DL1=3 -DCYCLES=2 -DREAP=1|$SAFE|-DSAFETY|$SEM
-mutant-semaphore-unread-dir|overwrite|-DBUG_UNREAD_DIR -DLISTLOST=1 -DM=2 -DL1=3 -DCYCLES=2 -DREAP=1|$SAFE|-DSAFETY|$SEM
+mutant-semaphore-unread-dir|overwrite+rule|-DBUG_UNREAD_DIR -DLISTLOST=1 -DM=2 -DL1=3 -DCYCLES=2 -DREAP=1|$SAFE|-DSAFETY|$SEM
+semaphore-race|none|-DM=4 -DL1=3 -DL3=3 -DGIVEUP=1 -DLOSTMARK=1|$SAFE|-DSAFETY|$SEM
+semaphore-race-bare|none|-DBARE -DM=3 -DL1=3 -DCYCLES=2 -DLISTLOST=1|$SAFE|-DSAFETY|$SEM
+semaphore-race-liveness|none|-DLIVE -DM=4 -DL1=3 -DSTAY=1 -DLOSTMARK=1|$LIVE|-DNFAIR=3|$SEM
+mutant-semaphore-refuse-lease|rule|-DBUG_REFUSE_LEASE -DM=2 -DL1=3|$SAFE|-DSAFETY|$SEM
+mutant-semaphore-support|rule|-DBUG_SUPPORT -DM=3 -DL1=3 -DL2=3|$SAFE|-DSAFETY|$SEM
+mutant-semaphore-stale-dir|rule|-DBUG_STALE_DIR -DLISTLOST=1 -DM=2 -DL1=3 -DCYCLES=2 -DREAP=1|$SAFE|-DSAFETY|$SEM
+mutant-semaphore-poll-no-others|cycle|-DBUG_POLL_NO_OTHERS -DLIVE -DM=4 -DL1=3 -DSTAY=1 -DLOSTMARK=1|$LIVE|-DNFAIR=3|$SEM
 revoke-relay|none|-DGW=2 -DGC=1 -DREVOKERS=2 -DOWNW=1|$SAFE|-DSAFETY|$RV
 revoke-paused|none|-DGW=3 -DGC=2 -DREVOKERS=2 -DOWNW=0|$SAFE|-DSAFETY|$RV
 revoke-downgrade|none|-DGW=2 -DGC=1 -DREVOKERS=2 -DOWNW=2|$SAFE|-DSAFETY|$RV

@@ -85,13 +85,6 @@ ZKL__HIDDEN void zkl__decide(const zkl__entry_t *e, int n, int me,
                              zkl__plan_t *p);
 /* The N a lease's name carries (<guid>-n<N>-lease-<seq>), or 0. */
 ZKL__HIDDEN int zkl__lease_limit(const char *node);
-/* For e[me], a lease of a semaphore of `limit` leases: the nearest lease
- * before it (skip[i] set left out) whose name carries another N, or -1;
- * *agree gets how many before it carry `limit`. Leases whose names carry
- * no N count as neither. */
-ZKL__HIDDEN int zkl__lease_disagrees(const zkl__entry_t *e, int n, int me,
-                                     const unsigned char *skip, int limit,
-                                     int *agree);
 /* Whether any entry (skip[i] set left out) comes after e[me]. */
 ZKL__HIDDEN int zkl__any_after(const zkl__entry_t *e, int n, int me,
                                const unsigned char *skip);

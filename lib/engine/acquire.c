@@ -287,9 +287,10 @@ void zkl__joined(zkl__acq_t *a) {
       r->agreed = 1;
     } else {
       /* read before our create: maybe of an earlier incarnation, or
-       * rewritten since */
-      if (r->have_list && r->gd.rc == ZOK &&
-          (r->gd.stat.czxid != r->ls.stat.czxid ||
+       * rewritten since; with no listing to tell, read it again (a member
+       * judges the directory as it was once its node was made) */
+      if (r->gd.rc == ZOK &&
+          (!r->have_list || r->gd.stat.czxid != r->ls.stat.czxid ||
            r->gd.stat.version != r->ls.stat.version))
         r->gd.rc = ZCONNECTIONLOSS;
       r->tries = 0;
@@ -410,16 +411,16 @@ static void step_listed(zkl__acq_t *a) {
 /* ---- our place in the queue ---------------------------------------------- */
 
 /* Finds our place in a listing, from our own node's point of view (see
- * policy.c). Returns ZKL__HOLD, ZKL_EMISMATCH (a lease before ours carries
- * another N), ZKL_EREVOKED or ZKL__RETRY (our node is not there),
- * or ZKL_OK with *w: the nodes to watch, and whether their deletion alone
- * will prove we hold. */
+ * policy.c: a lease before ours that carries another N is in our way as a
+ * lock is). Returns ZKL__HOLD, ZKL_EREVOKED or ZKL__RETRY (our node is
+ * not there), or ZKL_OK with *w: the nodes to watch, and whether their
+ * deletion alone will prove we hold. */
 static int position(zkl__acq_t *a, const zkl__call_t *ls, zkl__waitset_t *w) {
   zkl__run_t *r = a->run;
   const char *me = strrchr(a->path, '/') + 1;
   zkl__entry_t *e;
   unsigned char *skip;
-  int n, i, idx = -1, rc = ZKL_OK, d, agree;
+  int n, i, idx = -1, rc = ZKL_OK;
   r->behind = 0;
   n = zkl__contenders(ls->kids.data, ls->kids.count, &e);
   if (n < 0)
@@ -437,17 +438,6 @@ static int position(zkl__acq_t *a, const zkl__call_t *ls, zkl__waitset_t *w) {
   }
   if (idx < 0) {
     rc = zkl__gone(a);
-  } else if (a->q->limit && (e[idx].kind & ZKL__KIND_LEASE) &&
-             (d = zkl__lease_disagrees(e, n, idx, skip, a->q->limit, &agree)) >=
-                 0) {
-    /* see "agreeing on N" above: the later of two disagreeing members
-     * always sees the earlier one, and it is the one to give way */
-    zkl__post_log(a->q->c, ZKL_LOG_ERROR,
-                  "%s/%s: a live lease made with max=%d, this member with "
-                  "max=%d: refusing to join",
-                  a->q->dir, e[d].name, zkl__lease_limit(e[d].name),
-                  a->q->limit);
-    rc = ZKL_EMISMATCH;
   } else {
     zkl__decide(e, n, idx, skip, a->q->limit, &w->plan);
     if (!w->plan.before)

@@ -100,15 +100,32 @@ int zkl__children_after(zkl__call_t *call, zkl__session_t *s, const char *path,
                      zkl__batch_list(call, s, path, create));
 }
 
+#ifdef ZKL_FAULT_INJECTION
+_Atomic int zkl__fault_get_rewritten;
+
+static void on_fault_set(int rc, const struct Stat *st, const void *data) {
+  (void)rc, (void)st, (void)data;
+}
+#endif
+
 int zkl__get(zkl__call_t *call, zkl__session_t *s, const char *path,
              int watch) {
+  int rc;
   /* getData, not exists: a node already gone leaves no dangling watch. */
   if (watch)
-    return zkl__issued(
+    rc = zkl__issued(
         call, ZKL_STATS_REQ_GET_DATA,
         zoo_awget(s->zh, path, call->c->watcher, call->c, zkl__on_data, call));
-  return zkl__issued(call, ZKL_STATS_REQ_GET_DATA,
+  else
+    rc = zkl__issued(call, ZKL_STATS_REQ_GET_DATA,
                      zoo_aget(s->zh, path, 0, zkl__on_data, call));
+#ifdef ZKL_FAULT_INJECTION
+  /* someone else rewrites the node right after our read, ahead of
+   * anything we send next on s */
+  if (rc == ZOK && atomic_exchange(&zkl__fault_get_rewritten, 0))
+    (void)zoo_aset(s->zh, path, "x", 1, -1, on_fault_set, NULL);
+#endif
+  return rc;
 }
 
 int zkl__exists(zkl__call_t *call, zkl__session_t *s, const char *path) {

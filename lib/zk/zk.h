@@ -310,5 +310,9 @@ ZKL__HIDDEN extern _Atomic int zkl__fault_dir_rewritten;
  * and made again with other data just after, on the same session, as if
  * by someone else. */
 ZKL__HIDDEN extern _Atomic int zkl__fault_dir_replaced;
+/* When set, the next getData sent (request.c) is followed, on the same
+ * session, by a setData of that node to "x", as if someone else rewrote
+ * it between our read and whatever we send next. */
+ZKL__HIDDEN extern _Atomic int zkl__fault_get_rewritten;
 #endif
 ZKL__HIDDEN int zkl__is_conn_error(int rc);
