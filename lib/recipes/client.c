@@ -29,38 +29,10 @@
 
 /* ---- public API ---------------------------------------------------------- */
 
-static int client_init(zkl_client_t *c, const char *hosts,
-                       const zkl_client_options_t *o) {
-  c->dispatch_fd = -1;
-  if (o && (o->flags & ZKL_CLIENT_DISPATCH) &&
-      (c->dispatch_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
-    return ZKL_ESYSTEM;
-  if (pthread_mutex_init(&c->mu, NULL) != 0) {
-    if (c->dispatch_fd >= 0)
-      close(c->dispatch_fd);
-    return ZKL_ESYSTEM;
-  }
-  if (zkl__cond_init(&c->cv) != ZKL_OK) {
-    pthread_mutex_destroy(&c->mu);
-    if (c->dispatch_fd >= 0)
-      close(c->dispatch_fd);
-    return ZKL_ESYSTEM;
-  }
-  c->hosts = zkl__strdup(hosts);
-  c->timeout_req = o && o->session_timeout_ms > 0 ? o->session_timeout_ms
-                                                  : 10000;
-  c->log_fn = o ? o->log_fn : NULL;
-  c->log_ctx = o ? o->log_ctx : NULL;
-  c->log_level = o && o->log_level > 0 ? o->log_level : ZKL_LOG_WARN;
-  c->fork_gen = atomic_load(&zkl__fork_gen);
-  c->on_session = zkl__acqs_on_session;
-  c->watcher = zkl__path_watcher;
-  if (o && o->auth_scheme) {
-    c->auth_scheme = zkl__strdup(o->auth_scheme);
-    c->auth = zkl__strdup(o->auth);
-    if (!c->auth_scheme || !c->auth)
-      return ZKL_ENOMEM;
-  }
+/* The ACLs of the nodes the client makes: its own (read for all, every
+ * right for its own identity, which it makes here), and the one the
+ * options ask for every other node. */
+static int acls_init(zkl_client_t *c, const zkl_client_options_t *o) {
   /* our own identity: the guard of a flat lock's release (release.c) */
   if (zkl__identity_make(&c->ident) != ZKL_OK)
     return ZKL_ESYSTEM;
@@ -95,6 +67,43 @@ static int client_init(zkl_client_t *c, const char *hosts,
   } else {
     c->acl = &ZOO_OPEN_ACL_UNSAFE;
   }
+  return ZKL_OK;
+}
+
+static int client_init(zkl_client_t *c, const char *hosts,
+                       const zkl_client_options_t *o) {
+  c->dispatch_fd = -1;
+  if (o && (o->flags & ZKL_CLIENT_DISPATCH) &&
+      (c->dispatch_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+    return ZKL_ESYSTEM;
+  if (pthread_mutex_init(&c->mu, NULL) != 0) {
+    if (c->dispatch_fd >= 0)
+      close(c->dispatch_fd);
+    return ZKL_ESYSTEM;
+  }
+  if (zkl__cond_init(&c->cv) != ZKL_OK) {
+    pthread_mutex_destroy(&c->mu);
+    if (c->dispatch_fd >= 0)
+      close(c->dispatch_fd);
+    return ZKL_ESYSTEM;
+  }
+  c->hosts = zkl__strdup(hosts);
+  c->timeout_req = o && o->session_timeout_ms > 0 ? o->session_timeout_ms
+                                                  : 10000;
+  c->log_fn = o ? o->log_fn : NULL;
+  c->log_ctx = o ? o->log_ctx : NULL;
+  c->log_level = o && o->log_level > 0 ? o->log_level : ZKL_LOG_WARN;
+  c->fork_gen = atomic_load(&zkl__fork_gen);
+  c->on_session = zkl__acqs_on_session;
+  c->watcher = zkl__path_watcher;
+  if (o && o->auth_scheme) {
+    c->auth_scheme = zkl__strdup(o->auth_scheme);
+    c->auth = zkl__strdup(o->auth);
+    if (!c->auth_scheme || !c->auth)
+      return ZKL_ENOMEM;
+  }
+  if (acls_init(c, o) != ZKL_OK)
+    return ZKL_ESYSTEM;
   return c->hosts ? ZKL_OK : ZKL_ENOMEM;
 }
 
