@@ -102,14 +102,6 @@ static void lose(zkl_client_t *c, zkl__acq_t *a) {
   zkl__claim_drop(c, a);
 }
 
-int zkl__owns_on(const zkl__acq_t *a, const zkl__session_t *s,
-                 const struct Stat *st) {
-  return s && st->czxid == a->czxid && st->ephemeralOwner == s->id;
-}
-
-int zkl__owns(const zkl__acq_t *a, const struct Stat *st) {
-  return zkl__owns_on(a, a->sess, st);
-}
 
 int zkl__acq_data_intact(const zkl__acq_t *a, const char *d, int len) {
   const zkl__queue_t *q = a->q;

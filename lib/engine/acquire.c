@@ -153,9 +153,9 @@ static void send_join(zkl__acq_t *a, const char *full, const char *data,
         * never takes this unsent call for a directory with no data (F5) */
     r->gd.rc = ZCONNECTIONLOSS;
   rc = lean ? zkl__create_with_dir(&r->cr, &r->aux, r->s, full, data,
-                                   (int)len, ZOO_EPHEMERAL_SEQUENTIAL, q->dir)
+                                   (int)len, zkl__node_mode(q), q->dir)
             : zkl__create(&r->cr, r->s, full, data, (int)len,
-                          ZOO_EPHEMERAL_SEQUENTIAL);
+                          zkl__node_mode(q));
   if (lean) /* read at close, even if no listing comes (F12) */
     zkl__sent(a, &r->aux, rc), q->dir_lone = 1;
   zkl__sent(a, &r->cr, rc);

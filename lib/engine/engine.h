@@ -196,13 +196,26 @@ ZKL__HIDDEN void zkl__watch_own(zkl_client_t *c, zkl__session_t *s,
                                 zkl__acq_t *a);
 ZKL__HIDDEN void *zkl__event_main(void *arg);
 
+/* node.c: our node, how it is made and how we know it is ours. */
+/* Its create mode: ephemeral, and sequential but for a flat lock. */
+ZKL__HIDDEN int zkl__node_mode(const zkl__queue_t *q);
 /* Whether stat describes a's node: created by us (czxid) and owned by the
- * session we created it on. A node deleted and re-created under our name
- * by someone else fails this. */
+ * session we created it on (zkl__owns_on: session s). A node deleted and
+ * re-created under our name by someone else fails this. */
 ZKL__HIDDEN int zkl__owns(const zkl__acq_t *a, const struct Stat *st);
-/* The same for the session s, which a->sess no longer names. */
 ZKL__HIDDEN int zkl__owns_on(const zkl__acq_t *a, const zkl__session_t *s,
                              const struct Stat *st);
+/* Whether the node of stat was made by session s, which is still alive
+ * (what a node found by our guid after a lost reply must be to be ours). */
+ZKL__HIDDEN int zkl__node_made_by(const zkl__session_t *s,
+                                  const struct Stat *st);
+/* Whether it is not ephemeral: it never goes by itself. */
+ZKL__HIDDEN int zkl__node_lasting(const struct Stat *st);
+/* What a's release checks in the delete's transaction instead of a read
+ * (release.c): nothing (ZKL__GUARD_NONE: read), a check at a->dversion,
+ * or a setData at it only our identity may write. */
+enum { ZKL__GUARD_NONE, ZKL__GUARD_CHECK, ZKL__GUARD_SET };
+ZKL__HIDDEN int zkl__node_guard(const zkl__acq_t *a);
 /* What a standing hold's state is while connected: HELD, or
  * REVOKE_REQUESTED once asked for; and what its loss is to the caller. */
 static inline int zkl__held_state(const zkl__acq_t *a) {

@@ -159,7 +159,7 @@ static void step_create(zkl__acq_t *a) {
   r->repoch = q->c->conn_epoch;
   zkl__prep(a, &r->cr);
   zkl__sent(a, &r->cr, zkl__create_own(&r->cr, r->s, q->dir, data, (int)len,
-                                       ZOO_EPHEMERAL));
+                                       zkl__node_mode(q)));
   free(data);
   r->next = step_created;
 }
@@ -300,7 +300,7 @@ static void wait_end(zkl__acq_t *a) {
 static void read_found(zkl__acq_t *a, const zkl__call_t *g) {
   zkl__run_t *r = a->run;
   size_t len = g->data_len > 0 ? (size_t)g->data_len : 0;
-  if (g->stat.ephemeralOwner == r->s->id && !r->s->expired &&
+  if (zkl__node_made_by(r->s, &g->stat) &&
       zkl__data_has_guid(g->data, len, a->guid)) {
     char *path = zkl__strdup(a->q->dir);
     zkl__post_log(a->q->c, ZKL_LOG_INFO,
@@ -310,7 +310,7 @@ static void read_found(zkl__acq_t *a, const zkl__call_t *g) {
       hold(a, path, &g->stat);
     else
       flat_end(a, ZKL_ENOMEM);
-  } else if (g->stat.ephemeralOwner == 0) {
+  } else if (zkl__node_lasting(&g->stat)) {
     zkl__post_log(a->q->c, ZKL_LOG_WARN,
                   "%s: not ephemeral (a queue lock's directory, or planted?):"
                   " never free for a flat lock",

@@ -99,7 +99,7 @@ static int make_ops(const zkl__join_t *j, zkl__join_txn_t *t, char **data) {
       return ZKL_ENOMEM;
     }
     zoo_create_op_init(&t->ops[i], name, *data, (int)len, j->c->acl,
-                       ZOO_EPHEMERAL_SEQUENTIAL, t->paths[i], (int)size);
+                       zkl__node_mode(j->q[i]), t->paths[i], (int)size);
     t->res[i].err = ZOK;
   }
   return ZKL_OK;
@@ -247,7 +247,7 @@ static void step_answered(zkl__acq_t *a) {
 static void step_czxid(zkl__acq_t *a) {
   zkl__join_txn_t *t = &join_of(a)->w->t;
   int rc = t->st.rc;
-  if (rc == ZOK && t->st.stat.ephemeralOwner != t->s->id)
+  if (rc == ZOK && !zkl__node_made_by(t->s, &t->st.stat))
     rc = ZNONODE; /* not ours: someone replaced it at once */
   t->czxid = t->st.stat.czxid;
   settle(a, rc);

@@ -202,7 +202,7 @@ static void step_read(zkl__acq_t *a) {
   struct zkl__join_calls *w = j->w;
   int k, found = 0;
   for (k = 0; k < w->nr; k++) {
-    found |= w->rd[k].rc == ZOK && w->rd[k].stat.ephemeralOwner != 0;
+    found |= w->rd[k].rc == ZOK && !zkl__node_lasting(&w->rd[k].stat);
     zkl__call_free(&w->rd[k]);
   }
   if (found && !j->failed && j->running > 0)

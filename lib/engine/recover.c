@@ -210,7 +210,7 @@ static void step_recover_stat(zkl__acq_t *a) {
   zkl__run_t *r = a->run;
   zkl__session_t *s = r->s;
   int rc = r->aux.rc;
-  if (rc == ZOK && r->aux.stat.ephemeralOwner == s->id && !s->expired) {
+  if (rc == ZOK && zkl__node_made_by(s, &r->aux.stat)) {
     zkl__adopt(a, r->rec_path, &r->aux.stat);
     r->rec_path = NULL;
     zkl__call_free(&r->ls);

@@ -63,17 +63,11 @@ static int dir_ours(const zkl__queue_t *q) {
  *   at 0, fails. Anyone may write a queue's node (a revoker must), so a
  *   check is all a guard can be there;
  * - any other queue node has nothing a plain create does not have: it
- *   keeps the read (GUARD_NONE).
+ *   keeps the read (ZKL__GUARD_NONE).
+ * node.c's zkl__node_guard says which.
  * What no guard can tell: a node made again at our name by someone who
  * also gives it our version and rights (a deliberate mimic), before any
  * watch of ours has told us our node went. */
-enum { GUARD_NONE, GUARD_CHECK, GUARD_SET };
-
-static int guard_of(const zkl__acq_t *a) {
-  if (a->dversion < 1)
-    return GUARD_NONE;
-  return a->q->flags & ZKL__Q_FLAT ? GUARD_SET : GUARD_CHECK;
-}
 
 /* ---- the delete and its verdict ------------------------------------------ */
 
@@ -210,7 +204,7 @@ static void on_flat_read(zkl__call_t *call) {
     answered(rel);
     return;
   }
-  if (guard_of(a) != GUARD_NONE) {
+  if (zkl__node_guard(a) != ZKL__GUARD_NONE) {
     rel->intact = zkl__acq_data_intact(a, call->data, call->data_len);
     rel->gversion = call->stat.version;
     zkl__call_free(&rel->st);
@@ -245,7 +239,7 @@ static void send_guarded(zkl__rel_t *rel) {
   /* one more than the requests: no answer ends the run while we send */
   rel->left = 3 + rel->tidy;
   rc = zkl__delete_guarded(&rel->st, &rel->del, &rel->pd, rel->s, a->path,
-                           guard_of(a) == GUARD_SET, rel->gversion,
+                           zkl__node_guard(a) == ZKL__GUARD_SET, rel->gversion,
                            rel->tidy ? a->q->dir : NULL);
   refused(rel, &rel->st, rc);
   if (rel->tidy)
@@ -279,7 +273,7 @@ static void send_delete(zkl__rel_t *rel) {
     if (rel->judge)
       q->dir_kept = 1;
   }
-  if (rel->judge && !rel->read && guard_of(a) != GUARD_NONE) {
+  if (rel->judge && !rel->read && zkl__node_guard(a) != ZKL__GUARD_NONE) {
     rel->gversion = a->dversion;
     rel->intact = 1; /* as far as we know: nobody told us otherwise */
     send_guarded(rel);

@@ -136,7 +136,7 @@ static void step_read_done(zkl__acq_t *a) {
       continue; /* not read this time */
     if (g->rc == ZNONODE) {
       a->wflags[i] |= ZKL__W_GONE;
-    } else if (g->rc == ZOK && g->stat.ephemeralOwner == 0) {
+    } else if (g->rc == ZOK && zkl__node_lasting(&g->stat)) {
       /* never goes by itself: do not wait behind it (its watch, left
        * set, fires into nobody's wait) */
       if (rc == ZKL_OK)
@@ -215,7 +215,7 @@ static void step_try_read_done(zkl__acq_t *a) {
              !s->expired && !a->session_lost;
   int own_gone = r->gd.rc == ZNONODE || (r->gd.rc == ZOK && !mine);
   int hold =
-      (g->rc == ZNONODE || (g->rc == ZOK && g->stat.ephemeralOwner != 0 &&
+      (g->rc == ZNONODE || (g->rc == ZOK && !zkl__node_lasting(&g->stat) &&
                             zkl__data_mark(g->data, len, ZKL__LINE_READ))) &&
       c->conn_epoch == r->epoch && c->state == ZKL_CLIENT_CONNECTED;
   zkl__session_put(c, s); /* a->sess keeps it alive, if it is still ours */
