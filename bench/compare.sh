@@ -3,7 +3,7 @@
 # seeds' single-instance Redis lock, which needs no ensemble) in one run, on
 # one freshly started 3-node ensemble, plus the ensemble's write ceiling.
 #
-#   bash bench/compare.sh [-r REPS] [-i IMPLS] [-f] [-- BENCH FLAGS...]
+#   bash bench/compare.sh [-r REPS] [-i IMPLS] [-f] [-L] [-- BENCH FLAGS...]
 #   e.g. bash bench/compare.sh -r 3 -- -C 8 -T 16
 #   bash bench/compare.sh -r 3 -- -w many-locks,many-keys -T 64   # per-key
 #   bash bench/compare.sh -f -r 3     # the lock family: read-heavy and
@@ -11,6 +11,17 @@
 #        Curator's and kazoo's read-write locks and semaphores driven by
 #        bench/peers/ (impls curator-family, kazoo-family; their lines say
 #        "curator" and "kazoo")
+#   bash bench/compare.sh -L -r 3 -- -w many-keys -T 64 -M 20000
+#        -L: every implementation (and the ceiling and rtt runs) connects to
+#        the leader only, found with the 4lw srvr of each server; without
+#        it each client picks a server of the list at random
+#
+# Every implementation runs under bench/cpu-per-cycle.py, which adds to each
+# line the CPU per cycle of the client and of each server over the line's
+# timed span, and the servers the client was connected to; a table of them
+# ("*" marks the leader) follows run-peers.sh's. The servers measured are
+# the whole ensemble whatever -L says ($ZKB_SERVERS, and $ZKB_SERVER_PIDS
+# from $ZKB_DIR/pids), so zklock-bench measures them too.
 #
 # Needs ../shared/bench (the peers' harness) beside the project. Installs the
 # peers' Debian packages if missing (root), builds zklock-bench in
@@ -22,14 +33,15 @@ set -eu
 top=$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)
 peers=$(CDPATH='' cd -- "$top/../shared/bench" 2>/dev/null && pwd) ||
   { echo "compare.sh: ../shared/bench not found" >&2; exit 1; }
-reps=3 impls= family=0
+reps=3 impls= family=0 leader_only=0
 while [ $# -gt 0 ]; do
   case $1 in
     -r) reps=$2; shift 2 ;;
     -i) impls=$2; shift 2 ;;
     -f) family=1; shift ;;
+    -L) leader_only=1; shift ;;
     --) shift; break ;;
-    *) echo "usage: $0 [-r REPS] [-i IMPLS] [-f] [-- BENCH FLAGS]" >&2; exit 2 ;;
+    *) echo "usage: $0 [-r REPS] [-i IMPLS] [-f] [-L] [-- BENCH FLAGS]" >&2; exit 2 ;;
   esac
 done
 
@@ -56,6 +68,37 @@ if ! "$peers/zk-ensemble.sh" status >/dev/null 2>&1; then
   started=1
 fi
 connect=$("$peers/zk-ensemble.sh" connect)
+
+# leader_of LIST: the server of LIST whose srvr says Mode: leader (or
+# standalone, a one-node ensemble)
+leader_of() {
+  local hp mode
+  for hp in ${1//,/ }; do
+    # shellcheck disable=SC2016 # $1 and $2 are the inner shell's
+    mode=$(timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2" && printf srvr >&3 && cat <&3' \
+      _ "${hp%:*}" "${hp##*:}" 2>/dev/null | sed -n 's/^Mode: //p') || true
+    case $mode in leader|standalone) echo "$hp"; return 0 ;; esac
+  done
+  return 1
+}
+run_connect=$connect
+if [ "$leader_only" = 1 ]; then
+  run_connect=$(leader_of "$connect") || { echo "compare.sh: no leader among $connect" >&2; exit 1; }
+  export ZKB_CONNECT=$run_connect   # run-peers.sh passes it to every bench as given
+fi
+echo "ensemble $connect; leader $(leader_of "$connect" || echo '<none>'); the benches connect to $run_connect" >&2
+# The servers' CPU is measured on the whole ensemble, leader or not; their
+# PIDs are those zk-ensemble.sh recorded ("<id> <pid> <port>" lines).
+export ZKB_SERVERS=$connect
+unset ZKB_SERVER_PIDS
+pids=
+for hp in ${connect//,/ }; do
+  pid=$(awk -v p="${hp##*:}" '$3 == p { print $2 }' "$ZKB_DIR/pids" 2>/dev/null) || pid=
+  [ -n "$pid" ] || { pids=; break; }
+  pids=$pids${pids:+,}$pid
+done
+[ -z "$pids" ] || export ZKB_SERVER_PIDS=$pids
+
 # the caller's own (an older build to compare with, a variant) come after
 export ZKB_EXTRA_IMPLS="zklock=$top/build/bench/bench/zklock-bench${ZKB_EXTRA_IMPLS:+;$ZKB_EXTRA_IMPLS}"
 if [ "$family" = 1 ]; then
@@ -71,10 +114,34 @@ if [ "$family" = 1 ]; then
   [ $# -gt 0 ] || set -- -w read-heavy,semaphore -C 9 -M 2000
   : "${impls:=curator-family,kazoo-family,zklock}"
 fi
-"$peers/run-peers.sh" -n 3 -r "$reps" -i "${impls:-curator,kazoo,redis,zklock}" -- "$@"
+
+# Every implementation under cpu-per-cycle.py: the extra ones keep their
+# names; run-peers.sh's own curator, kazoo and redis become curator-cpu...
+# with the same commands (their lines still say "curator"...).
+wrap="/usr/bin/python3 $top/bench/cpu-per-cycle.py --"
+IFS=';' read -r -a entries <<<"$ZKB_EXTRA_IMPLS"
+ZKB_EXTRA_IMPLS="curator-cpu=$wrap $peers/curator/run.sh"
+ZKB_EXTRA_IMPLS="$ZKB_EXTRA_IMPLS;kazoo-cpu=$wrap /usr/bin/python3 $peers/kazoo/kazoo_bench.py"
+ZKB_EXTRA_IMPLS="$ZKB_EXTRA_IMPLS;redis-cpu=$wrap $peers/redis/run.sh"
+for e in "${entries[@]}"; do
+  [ -n "$e" ] && ZKB_EXTRA_IMPLS="$ZKB_EXTRA_IMPLS;${e%%=*}=$wrap ${e#*=}"
+done
+list=
+IFS=',' read -r -a names <<<"${impls:-curator,kazoo,redis,zklock}"
+for n in "${names[@]}"; do
+  case $n in curator|kazoo|redis) n=$n-cpu ;; esac
+  list=$list${list:+,}$n
+done
+mkdir -p /tmp/zkb-results
+out=/tmp/zkb-results/compare-$(date +%Y%m%d-%H%M%S)-$$.jsonl
+rc=0
+"$peers/run-peers.sh" -n 3 -r "$reps" -i "$list" -o "$out" -- "$@" || rc=$?
 echo
-echo "write ceiling of the same ensemble (pipelined create+delete pairs, 3 runs):"
-for i in 1 2 3; do "$ceiling" --connect "$connect" -M 3000 -W 64 --label "ceiling,run=$i"; done
+/usr/bin/python3 "$top/bench/cpu-per-cycle.py" --table "$out"
 echo
-echo "round trips of the same ensemble (sequential writes and reads, 3 runs):"
-for i in 1 2 3; do "$top/build/bench/bench/zklock-bench" --connect "$connect" -w rtt -N 2000 --label "rtt,run=$i"; done
+echo "write ceiling of the same ensemble (pipelined create+delete pairs, 3 runs, through $run_connect):"
+for i in 1 2 3; do "$ceiling" --connect "$run_connect" -M 3000 -W 64 --label "ceiling,run=$i"; done
+echo
+echo "round trips of the same ensemble (sequential writes and reads, 3 runs, through $run_connect):"
+for i in 1 2 3; do "$top/build/bench/bench/zklock-bench" --connect "$run_connect" -w rtt -N 2000 --label "rtt,run=$i"; done
+exit "$rc"

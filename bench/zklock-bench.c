@@ -5,9 +5,12 @@
  * (ZKB_EXTRA_IMPLS="zklock=build/.../bench/zklock-bench"). Built by make,
  * not installed. Diagnostics go to stderr, results to stdout. */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <malloc.h>
 #include <math.h>
 #include <netdb.h>
@@ -44,7 +47,7 @@ static int64_t now_ns(void) {
 
 /* ---- JSON output ----------------------------------------------------------- */
 
-static char line[4096];
+static char line[16384];
 static size_t used;
 
 static void put(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -57,11 +60,16 @@ static void put(const char *fmt, ...) {
     used = sizeof line - 1;
 }
 
+/* The comma before a key: none first in the line or in an object. */
+static const char *sep(void) {
+  return used > 0 && line[used - 1] != '{' ? "," : "";
+}
+
 static void key_str(const char *k, const char *v) {
-  put("%s\"%s\":\"%s\"", used > 1 ? "," : "", k, v);
+  put("%s\"%s\":\"%s\"", sep(), k, v);
 }
 static void key_int(const char *k, long long v) {
-  put("%s\"%s\":%lld", used > 1 ? "," : "", k, v);
+  put("%s\"%s\":%lld", sep(), k, v);
 }
 static void key_num(const char *k, double v) {
   char b[64];
@@ -69,11 +77,14 @@ static void key_num(const char *k, double v) {
   /* plain decimal like the other drivers: strip trailing zeros, keep ".0" */
   for (char *e = b + strlen(b) - 1; *e == '0' && e[-1] != '.'; e--)
     *e = '\0';
-  put("%s\"%s\":%s", used > 1 ? "," : "", k, b);
+  put("%s\"%s\":%s", sep(), k, b);
 }
 static void key_bool(const char *k, int v) {
-  put("%s\"%s\":%s", used > 1 ? "," : "", k, v ? "true" : "false");
+  put("%s\"%s\":%s", sep(), k, v ? "true" : "false");
 }
+static void key_null(const char *k) { put("%s\"%s\":null", sep(), k); }
+/* key_obj("k") ... put("}"): an object as a key's value */
+static void key_obj(const char *k) { put("%s\"%s\":{", sep(), k); }
 static void begin(const char *workload) {
   used = 0;
   put("{");
@@ -81,12 +92,264 @@ static void begin(const char *workload) {
   key_str("workload", workload);
 }
 
-static int nservers(void) {
-  int n = 1;
-  const char *p;
-  for (p = connect_str; *p && *p != '/'; p++)
-    n += *p == ',';
-  return n;
+/* ---- the servers measured: their addresses, processes and states ------------ */
+
+/* The servers whose counters (mntr) and CPU a line reports: --servers, else
+ * $ZKB_SERVERS, else the connect string's. With --connect naming the leader
+ * alone, --servers names the whole ensemble, so that the followers are
+ * measured too. Their PIDs: --server-pids (or $ZKB_SERVER_PIDS) in the same
+ * order, else the process of this machine listening on each server's port. */
+static const char *servers_str, *server_pids_str;
+
+enum { MAXSRV = 16, MAXADDR = 4 };
+
+/* An address as /proc/net/tcp{,6} prints it: 4 words as stored in memory;
+ * an IPv4 address (or an IPv4-mapped IPv6 one) in a[0], v4 set. */
+typedef struct {
+  int v4;
+  uint32_t a[4];
+} addr_t;
+
+typedef struct {
+  char hp[128];        /* host:port, as given */
+  int port;
+  addr_t addr[MAXADDR]; /* what host resolves to */
+  int naddr;
+  int pid;             /* its process on this machine; 0: none found */
+  char state[16];      /* zk_server_state of its last mntr: leader, ... */
+  int quorum;          /* its zk_quorum_size: the voting servers */
+} server_t;
+
+static server_t srv[MAXSRV];
+static int nsrv;
+
+static int addr_eq(const addr_t *x, const addr_t *y) {
+  return x->v4 == y->v4 &&
+         (x->v4 ? x->a[0] == y->a[0] : !memcmp(x->a, y->a, sizeof x->a));
+}
+
+static int addr_any(const addr_t *x) {
+  return x->v4 ? !x->a[0] : !(x->a[0] | x->a[1] | x->a[2] | x->a[3]);
+}
+
+/* ::ffff:a.b.c.d is a.b.c.d */
+static void addr_norm(addr_t *x) {
+  if (!x->v4 && !x->a[0] && !x->a[1] && x->a[2] == htonl(0xffff)) {
+    x->v4 = 1;
+    x->a[0] = x->a[3];
+    x->a[1] = x->a[2] = x->a[3] = 0;
+  }
+}
+
+/* /proc/net/tcp's hex: 8 digits (IPv4) or 32 (IPv6), each 8 a word */
+static int addr_hex(const char *hex, addr_t *x) {
+  size_t n = strlen(hex), i;
+  char w[9];
+  memset(x, 0, sizeof *x);
+  if (n != 8 && n != 32)
+    return -1;
+  x->v4 = n == 8;
+  for (i = 0; i < n / 8; i++) {
+    memcpy(w, hex + 8 * i, 8);
+    w[8] = '\0';
+    x->a[i] = (uint32_t)strtoul(w, NULL, 16);
+  }
+  addr_norm(x);
+  return 0;
+}
+
+static void server_resolve(server_t *s) {
+  char host[128], *colon;
+  struct addrinfo hints = {0}, *ai, *p;
+  snprintf(host, sizeof host, "%s", s->hp);
+  if (!(colon = strrchr(host, ':')))
+    return;
+  *colon = '\0';
+  s->port = atoi(colon + 1);
+  hints.ai_socktype = SOCK_STREAM;
+  if (getaddrinfo(host, colon + 1, &hints, &ai) != 0)
+    return;
+  for (p = ai; p && s->naddr < MAXADDR; p = p->ai_next) {
+    addr_t *x = &s->addr[s->naddr];
+    memset(x, 0, sizeof *x);
+    if (p->ai_family == AF_INET) {
+      x->v4 = 1;
+      x->a[0] = ((struct sockaddr_in *)(void *)p->ai_addr)->sin_addr.s_addr;
+    } else if (p->ai_family == AF_INET6) {
+      memcpy(x->a, &((struct sockaddr_in6 *)(void *)p->ai_addr)->sin6_addr, 16);
+      addr_norm(x);
+    } else {
+      continue;
+    }
+    s->naddr++;
+  }
+  freeaddrinfo(ai);
+}
+
+static int server_has(const server_t *s, const addr_t *x) {
+  int i;
+  for (i = 0; i < s->naddr; i++)
+    if (addr_eq(&s->addr[i], x))
+      return 1;
+  return 0;
+}
+
+/* One TCP socket of this network namespace (/proc/net/tcp and tcp6). */
+typedef struct {
+  addr_t local, remote;
+  int lport, rport, state; /* state 0x0A: listening, 0x01: established */
+  unsigned long inode;
+} tcp_t;
+
+static void each_tcp(void (*fn)(const tcp_t *, void *), void *arg) {
+  static const char *const files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+  char buf[512], lh[40], rh[40];
+  size_t f;
+  for (f = 0; f < 2; f++) {
+    FILE *in = fopen(files[f], "r");
+    tcp_t t;
+    if (!in)
+      continue;
+    while (fgets(buf, sizeof buf, in))
+      if (sscanf(buf, " %*d: %32[0-9A-Fa-f]:%x %32[0-9A-Fa-f]:%x %x %*s %*s "
+                      "%*s %*u %*u %lu",
+                 lh, &t.lport, rh, &t.rport, &t.state, &t.inode) == 6 &&
+          addr_hex(lh, &t.local) == 0 && addr_hex(rh, &t.remote) == 0)
+        fn(&t, arg);
+    fclose(in);
+  }
+}
+
+/* The listening socket of each server without a PID yet. */
+static void find_listener(const tcp_t *t, void *arg) {
+  unsigned long *inode = arg;
+  int i;
+  if (t->state != 0x0A)
+    return;
+  for (i = 0; i < nsrv; i++)
+    if (!srv[i].pid && t->lport == srv[i].port &&
+        (addr_any(&t->local) || server_has(&srv[i], &t->local)))
+      inode[i] = t->inode;
+}
+
+/* Calls fn(inode, pid, arg) for every socket among the open files of pid
+ * (0: of every process this user may look into). */
+static void each_socket(int pid, void (*fn)(unsigned long, int, void *),
+                        void *arg) {
+  DIR *procs = pid ? NULL : opendir("/proc");
+  struct dirent *pe = NULL;
+  char dir[64], link[320], to[64];
+  do {
+    int p = pid;
+    DIR *fds;
+    struct dirent *fe;
+    if (procs) {
+      if (!(pe = readdir(procs)))
+        break;
+      if ((p = atoi(pe->d_name)) <= 0)
+        continue;
+    }
+    snprintf(dir, sizeof dir, "/proc/%d/fd", p);
+    if (!(fds = opendir(dir)))
+      continue;
+    while ((fe = readdir(fds))) {
+      ssize_t n;
+      unsigned long inode;
+      snprintf(link, sizeof link, "%s/%s", dir, fe->d_name);
+      if ((n = readlink(link, to, sizeof to - 1)) > 0) {
+        to[n] = '\0';
+        if (sscanf(to, "socket:[%lu]", &inode) == 1)
+          fn(inode, p, arg);
+      }
+    }
+    closedir(fds);
+  } while (procs);
+  if (procs)
+    closedir(procs);
+}
+
+static void owner_of(unsigned long inode, int pid, void *arg) {
+  unsigned long *want = arg;
+  int i;
+  for (i = 0; i < nsrv; i++)
+    if (want[i] && want[i] == inode)
+      srv[i].pid = pid;
+}
+
+/* utime + stime of a process, all its threads, in clock ticks (-1: gone) */
+static long long proc_ticks(int pid) {
+  char path[64], buf[1024], *p;
+  unsigned long long ut, st;
+  FILE *f;
+  size_t n;
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  if (!(f = fopen(path, "r")))
+    return -1;
+  n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  /* the command's name may hold spaces and parentheses: fields follow the
+   * last ')'; utime and stime are the 14th and 15th */
+  if (!(p = strrchr(buf, ')')) ||
+      sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+             &ut, &st) != 2)
+    return -1;
+  return (long long)(ut + st);
+}
+
+static void server_pids(void) {
+  char list[1024], *save = NULL, *tok;
+  unsigned long inode[MAXSRV] = {0};
+  int i = 0;
+  if (server_pids_str && *server_pids_str) {
+    snprintf(list, sizeof list, "%s", server_pids_str);
+    for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+      char *e;
+      long v = strtol(tok, &e, 10);
+      if (*e || v <= 0 || v > INT_MAX || i >= nsrv || proc_ticks((int)v) < 0) {
+        fprintf(stderr, "zklock-bench: server PIDs %s: not one running "
+                        "process per server of %s\n", server_pids_str,
+                servers_str);
+        exit(2);
+      }
+      srv[i++].pid = (int)v;
+    }
+    if (i != nsrv) {
+      fprintf(stderr, "zklock-bench: server PIDs %s: %d processes for %d "
+                      "servers\n", server_pids_str, i, nsrv);
+      exit(2);
+    }
+    return;
+  }
+  each_tcp(find_listener, inode);
+  each_socket(0, owner_of, inode);
+  for (i = 0; i < nsrv; i++)
+    if (!srv[i].pid)
+      fprintf(stderr, "zklock-bench: no process of this machine found "
+                      "listening on %s: its CPU is not measured\n", srv[i].hp);
+}
+
+static void servers_init(void) {
+  char list[1024], *save = NULL, *tok, *slash;
+  if (!servers_str || !*servers_str)
+    servers_str = getenv("ZKB_SERVERS");
+  if (!servers_str || !*servers_str)
+    servers_str = connect_str;
+  if (!server_pids_str)
+    server_pids_str = getenv("ZKB_SERVER_PIDS");
+  snprintf(list, sizeof list, "%s", servers_str);
+  if ((slash = strchr(list, '/')))
+    *slash = '\0';
+  for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (nsrv == MAXSRV || !strchr(tok, ':')) {
+      fprintf(stderr, "zklock-bench: servers %s: at most %d, each host:port\n",
+              servers_str, MAXSRV);
+      exit(2);
+    }
+    snprintf(srv[nsrv].hp, sizeof srv[nsrv].hp, "%s", tok);
+    server_resolve(&srv[nsrv++]);
+  }
+  server_pids();
 }
 
 /* The shared client's counters (zkl_client_stats()) since it was made,
@@ -137,7 +400,7 @@ static void end(void) {
   key_int("peak_rss_kb", ru.ru_maxrss);
   snprintf(v, sizeof v, "zklock %s", zkl_version());
   key_str("impl_version", v);
-  key_int("servers", nservers());
+  key_int("servers", nsrv);
   if (*label)
     key_str("label", label);
   put("}");
@@ -152,13 +415,14 @@ static const char *const ctr_key[NCTR] = {
     "zk_packets_received", "zk_packets_sent", "zk_cnt_readlatency",
     "zk_cnt_updatelatency", "zk_watch_count"};
 
-static int mntr_one(const char *hostport, long long *out) {
-  char host[256], *colon, buf[65536];
+/* Adds s's counters to out, and notes its state (leader, follower...). */
+static int mntr_one(server_t *s, long long *out) {
+  char host[256], *colon, buf[65536], *p;
   struct addrinfo hints = {0}, *ai;
   size_t got = 0;
   ssize_t r;
   int fd, i;
-  snprintf(host, sizeof host, "%s", hostport);
+  snprintf(host, sizeof host, "%s", s->hp);
   colon = strrchr(host, ':');
   if (!colon)
     return -1;
@@ -182,9 +446,14 @@ static int mntr_one(const char *hostport, long long *out) {
     got += (size_t)r;
   close(fd);
   buf[got] = '\0';
+  *s->state = '\0';
+  if ((p = strstr(buf, "zk_server_state\t")))
+    sscanf(p + 16, "%15[a-z]", s->state);
+  if ((p = strstr(buf, "zk_quorum_size\t")))
+    s->quorum = atoi(p + 15);
   for (i = 0; i < NCTR; i++) {
-    char *p = strstr(buf, ctr_key[i]);
     size_t kl = strlen(ctr_key[i]);
+    p = strstr(buf, ctr_key[i]);
     if (!p || p[kl] != '\t')
       return -1;
     out[i] += (long long)strtod(p + kl + 1, NULL);
@@ -192,40 +461,252 @@ static int mntr_one(const char *hostport, long long *out) {
   return 0;
 }
 
+/* Every server's counters, summed (-1: one did not answer), and states. */
 static int snap(long long *out) {
-  char list[1024], *save = NULL, *hp, *slash;
+  int i, rc = 0;
   memset(out, 0, NCTR * sizeof *out);
-  snprintf(list, sizeof list, "%s", connect_str);
-  if ((slash = strchr(list, '/')))
-    *slash = '\0';
-  for (hp = strtok_r(list, ",", &save); hp; hp = strtok_r(NULL, ",", &save))
-    if (mntr_one(hp, out) != 0)
-      return -1;
-  return 0;
+  for (i = 0; i < nsrv; i++)
+    if (mntr_one(&srv[i], out) != 0)
+      rc = -1;
+  return rc;
 }
 
-/* s0, s1 back to back measure what reading costs; s2 after the run. */
+/* ---- where the CPU of a timed span goes ------------------------------------ */
+
+/* The client's and the servers' CPU, the client's context switches, and
+ * its counters (zkl_client_stats()) before and after a timed span. The
+ * client is this whole process (getrusage): every thread, zklock's and the
+ * ZooKeeper client's. A server is its whole process (/proc/PID/stat). */
+typedef struct {
+  zkl_client_t *const *cl; /* whose counters: NULL the shared client */
+  int ncl;                 /* ... or these ncl clients, summed; < 0: none */
+  struct rusage ru0, ru1;
+  long long tk0[MAXSRV], tk1[MAXSRV];
+  uint64_t req[2], txn[2], ops[2]; /* before, after */
+  int conn[MAXSRV];                /* our TCP connections to each server */
+  int started, stopped;
+  int states; /* the servers' states were read since the span stopped */
+} span_t;
+
+static void span_counters(const span_t *s, int i, uint64_t *req, uint64_t *txn,
+                          uint64_t *ops) {
+  zkl_client_t *const *cl = s->cl ? s->cl : &stats_client;
+  int n = s->cl ? s->ncl : 1, j, k;
+  req[i] = txn[i] = ops[i] = 0;
+  for (j = 0; j < n; j++) {
+    zkl_client_stats_t st = {.size = sizeof st};
+    if (!cl[j] || zkl_client_stats(cl[j], &st) != ZKL_OK)
+      continue;
+    for (k = 0; k < ZKL_STATS_REQ_KINDS; k++)
+      req[i] += st.requests[k];
+    txn[i] += st.transactions;
+    ops[i] += st.transaction_ops;
+  }
+}
+
+static void server_ticks(long long *tk) {
+  int i;
+  for (i = 0; i < nsrv; i++)
+    tk[i] = srv[i].pid ? proc_ticks(srv[i].pid) : -1;
+}
+
+/* Right before the span: what costs the client CPU first, getrusage last. */
+static void span_start(span_t *s) {
+  if (s->ncl >= 0)
+    span_counters(s, 0, s->req, s->txn, s->ops);
+  server_ticks(s->tk0);
+  s->started = 1;
+  s->stopped = 0;
+  getrusage(RUSAGE_SELF, &s->ru0);
+}
+
+/* This process's established connections to a server, by server. */
+static unsigned long self_sockets[512];
+static int nself;
+
+static void self_socket(unsigned long inode, int pid, void *arg) {
+  (void)pid, (void)arg;
+  if (nself < (int)(sizeof self_sockets / sizeof *self_sockets))
+    self_sockets[nself++] = inode;
+}
+
+static void count_conn(const tcp_t *t, void *arg) {
+  int *conn = arg, i, j;
+  if (t->state != 0x01)
+    return;
+  for (j = 0; j < nself; j++)
+    if (self_sockets[j] == t->inode)
+      break;
+  if (j == nself)
+    return;
+  for (i = 0; i < nsrv; i++)
+    if (t->rport == srv[i].port && server_has(&srv[i], &t->remote))
+      conn[i]++;
+}
+
+/* Right after the span: getrusage first. */
+static void span_stop(span_t *s) {
+  getrusage(RUSAGE_SELF, &s->ru1);
+  server_ticks(s->tk1);
+  if (s->ncl >= 0)
+    span_counters(s, 1, s->req, s->txn, s->ops);
+  nself = 0;
+  each_socket(getpid(), self_socket, NULL);
+  memset(s->conn, 0, sizeof s->conn);
+  each_tcp(count_conn, s->conn);
+  s->stopped = 1;
+}
+
+static double tv_us(const struct timeval *a, const struct timeval *b) {
+  return (double)(b->tv_sec - a->tv_sec) * 1e6 + (double)(b->tv_usec - a->tv_usec);
+}
+
+static double r3(double v) { return round(v * 1000) / 1000; }
+
+/* Voting servers the servers measured do not include (their mntr says how
+ * many there are): the totals would leave their CPU out. */
+static int unmeasured(void) {
+  static int told;
+  int i, q = 0;
+  for (i = 0; i < nsrv; i++)
+    q = srv[i].quorum > q ? srv[i].quorum : q;
+  if (q > nsrv && !told++)
+    fprintf(stderr, "zklock-bench: the ensemble has %d servers, %d measured: "
+                    "name them all with --servers\n", q, nsrv);
+  return q > nsrv ? q - nsrv : 0;
+}
+
+/* The servers' CPU per cycle: an object by host:port, each with its state
+ * (leader, follower, standalone) and PID; then the leader's, the others'
+ * and all of it. Returns all of it, or -1 when a server went unmeasured. */
+static double server_keys(const span_t *s, long cycles) {
+  double us = 1e6 / (double)sysconf(_SC_CLK_TCK) / (double)cycles;
+  double all = 0, lead = -1, others = 0;
+  int i, un = unmeasured(), miss = un > 0;
+  key_obj("server_cpu_us_per_cycle");
+  for (i = 0; i < nsrv; i++) {
+    double v = (double)(s->tk1[i] - s->tk0[i]) * us;
+    key_obj(srv[i].hp);
+    if (s->tk0[i] < 0 || s->tk1[i] < 0) {
+      key_null("cpu_us");
+      miss = 1;
+    } else {
+      key_num("cpu_us", r3(v));
+      all += v;
+      if (!strcmp(srv[i].state, "leader") || !strcmp(srv[i].state, "standalone"))
+        lead = v;
+      else
+        others += v;
+    }
+    key_str("state", *srv[i].state ? srv[i].state : "unknown");
+    key_int("pid", srv[i].pid);
+    put("}");
+  }
+  put("}");
+  for (i = 0; i < nsrv; i++)
+    if (!strcmp(srv[i].state, "leader") || !strcmp(srv[i].state, "standalone"))
+      key_str("leader", srv[i].hp);
+  if (lead >= 0)
+    key_num("leader_cpu_us_per_cycle", r3(lead));
+  if (lead >= 0 && !miss)
+    key_num("followers_cpu_us_per_cycle", r3(others));
+  if (un)
+    key_int("servers_unmeasured", un);
+  if (miss) {
+    key_null("server_cpu_us_per_cycle_total");
+    return -1;
+  }
+  key_num("server_cpu_us_per_cycle_total", r3(all));
+  return all;
+}
+
+static void client_keys(const span_t *s, long cycles) {
+  uint64_t dtxn = s->txn[1] - s->txn[0];
+  char of[64];
+  if (s->ncl < 0)
+    return;
+  key_num("txn_per_cycle", r3((double)dtxn / (double)cycles));
+  if (dtxn)
+    key_num("ops_per_txn", r3((double)(s->ops[1] - s->ops[0]) / (double)dtxn));
+  else
+    key_null("ops_per_txn");
+  key_num("requests_per_cycle_client",
+          r3((double)(s->req[1] - s->req[0]) / (double)cycles));
+  if (s->cl)
+    snprintf(of, sizeof of, "the workload's %d clients, summed", s->ncl);
+  key_str("client_counters_of", s->cl ? of : "the shared client");
+}
+
+/* The span's keys: the client's CPU and context switches, its counters,
+ * the servers' CPU, the total, and which servers the process is connected
+ * to. cycles: the span's lock cycles (or operations). */
+static void span_keys(span_t *s, long cycles) {
+  double user, sys, srv_all = -1;
+  int i;
+  if (!s->started || cycles <= 0)
+    return;
+  if (!s->stopped)
+    span_stop(s);
+  user = tv_us(&s->ru0.ru_utime, &s->ru1.ru_utime) / (double)cycles;
+  sys = tv_us(&s->ru0.ru_stime, &s->ru1.ru_stime) / (double)cycles;
+  key_num("client_cpu_us_per_cycle", r3(user + sys));
+  key_num("client_user_us_per_cycle", r3(user));
+  key_num("client_sys_us_per_cycle", r3(sys));
+  key_num("ctxsw_per_cycle",
+          r3((double)(s->ru1.ru_nvcsw - s->ru0.ru_nvcsw + s->ru1.ru_nivcsw -
+                      s->ru0.ru_nivcsw) / (double)cycles));
+  key_num("ctxsw_involuntary_per_cycle",
+          r3((double)(s->ru1.ru_nivcsw - s->ru0.ru_nivcsw) / (double)cycles));
+  client_keys(s, cycles);
+  if (nsrv && !s->states) { /* who leads now */
+    long long x[NCTR];
+    snap(x);
+  }
+  if (nsrv)
+    srv_all = server_keys(s, cycles);
+  if (srv_all >= 0)
+    key_num("total_cpu_us_per_cycle", r3(user + sys + srv_all));
+  else
+    key_null("total_cpu_us_per_cycle");
+  key_obj("connected_to");
+  for (i = 0; i < nsrv; i++)
+    if (s->conn[i])
+      key_int(srv[i].hp, s->conn[i]);
+  put("}");
+}
+
+/* s0, s1 back to back measure what reading costs; s2 after the run. The
+ * span starts after them and stops before s2: mntr's own cost is in
+ * neither side's CPU. */
 typedef struct {
   long long s0[NCTR], s1[NCTR];
   int ok;
+  span_t sp;
 } counters_t;
 
 static void ctr_begin(counters_t *c) {
   c->ok = snap(c->s0) == 0 && snap(c->s1) == 0;
+  span_start(&c->sp);
 }
+
+static void ctr_stop(counters_t *c) { span_stop(&c->sp); }
 
 static void ctr_end(counters_t *c, long cycles) {
   long long s2[NCTR];
   double per[NCTR];
   int i;
-  if (!c->ok || snap(s2) != 0 || cycles <= 0)
-    return;
-  for (i = 0; i < NCTR; i++)
-    per[i] = (double)(s2[i] - c->s1[i] - (c->s1[i] - c->s0[i])) / cycles;
-  key_num("requests_per_cycle", round(per[PKT_RECV] * 1000) / 1000);
-  key_num("reads_per_cycle", round(per[READS] * 1000) / 1000);
-  key_num("writes_per_cycle", round(per[WRITES] * 1000) / 1000);
-  key_num("server_packets_sent_per_cycle", round(per[PKT_SENT] * 1000) / 1000);
+  if (!c->sp.stopped)
+    span_stop(&c->sp);
+  c->sp.states = 1; /* s2 reads them */
+  if (snap(s2) == 0 && c->ok && cycles > 0) {
+    for (i = 0; i < NCTR; i++)
+      per[i] = (double)(s2[i] - c->s1[i] - (c->s1[i] - c->s0[i])) / cycles;
+    key_num("requests_per_cycle", round(per[PKT_RECV] * 1000) / 1000);
+    key_num("reads_per_cycle", round(per[READS] * 1000) / 1000);
+    key_num("writes_per_cycle", round(per[WRITES] * 1000) / 1000);
+    key_num("server_packets_sent_per_cycle", round(per[PKT_SENT] * 1000) / 1000);
+  }
+  span_keys(&c->sp, cycles);
 }
 
 static long long watch_count(void) {
@@ -307,7 +788,7 @@ static int check(int rc, const char *what) {
 static void uncontended(zkl_client_t *c) {
   zkl_mutex_t *m = new_mutex(c, base, "uncontended");
   long long *lat = calloc((size_t)N, sizeof *lat);
-  counters_t ctr;
+  counters_t ctr = {0};
   int64_t t0, a;
   int i;
   for (i = 0; i < warmup; i++) {
@@ -323,6 +804,7 @@ static void uncontended(zkl_client_t *c) {
     lat[i] = now_ns() - a;
   }
   a = now_ns() - t0;
+  ctr_stop(&ctr);
   begin("uncontended");
   timed(N, a, lat, N);
   ctr_end(&ctr, N);
@@ -448,8 +930,10 @@ static int64_t run_threads(void *(*fn)(void *), void *arg, size_t size, int n,
   pthread_mutex_unlock(&sh.mu);
   for (i = 0; i < n; i++)
     pthread_join(t[i], NULL);
+  t0 = now_ns() - t0;
+  ctr_stop(ctr);
   free(t);
-  return now_ns() - t0;
+  return t0;
 }
 
 static int64_t run_workers(worker_t *w, int n, counters_t *ctr) {
@@ -473,7 +957,7 @@ static void contended(void) {
   zkl_client_t **cl = calloc((size_t)C, sizeof *cl);
   worker_t *w = calloc((size_t)C, sizeof *w);
   long long before, after, *all;
-  counters_t ctr;
+  counters_t ctr = {0};
   long total;
   int64_t el;
   int i;
@@ -485,6 +969,8 @@ static void contended(void) {
   sh.counter = 0;
   atomic_store(&sh.violations, 0);
   before = watch_count();
+  ctr.sp.cl = cl; /* the shared client is idle here */
+  ctr.sp.ncl = C;
   el = run_workers(w, C, &ctr);
   all = gather(w, C, &total);
   begin("contended");
@@ -513,7 +999,7 @@ static void family(const char *workload, int sem) {
   zkl_rwlock_options_t ro = {0};
   zkl_semaphore_options_t so = {0};
   long long *all;
-  counters_t ctr;
+  counters_t ctr = {0};
   long total, writes = 0;
   int64_t el;
   int i;
@@ -531,6 +1017,8 @@ static void family(const char *workload, int sem) {
   sh.counter = 0;
   atomic_store(&sh.violations, 0);
   atomic_store(&sh.peak, 0);
+  ctr.sp.cl = cl; /* the shared client is idle here */
+  ctr.sp.ncl = C;
   el = run_workers(w, C, &ctr);
   for (i = 0; i < C; i++)
     writes += w[i].write ? w[i].n : 0;
@@ -562,7 +1050,7 @@ static void many_locks(zkl_client_t *c) {
   worker_t *w = calloc((size_t)T, sizeof *w);
   char mroot[300], name[32];
   long long *all;
-  counters_t ctr;
+  counters_t ctr = {0};
   long total;
   int64_t el;
   int i;
@@ -733,7 +1221,7 @@ static void many_keys(zkl_client_t *c) {
   char dir[300];
   long long *all = calloc((size_t)M + 1, sizeof *all);
   long total = 0, held = 0;
-  counters_t ctr;
+  counters_t ctr = {0};
   int64_t el;
   int i;
   snprintf(dir, sizeof dir, "%s/keys", base);
@@ -831,6 +1319,8 @@ static void *mn_worker(void *arg) {
 static void multi_nested(void) {
   mn_worker_t *w = calloc((size_t)(2 * T), sizeof *w);
   pthread_t *t = calloc((size_t)(2 * T), sizeof *t);
+  zkl_client_t **cl = calloc((size_t)(2 * T), sizeof *cl);
+  span_t sp = {0};
   long long *all = calloc((size_t)(T * K) + 1, sizeof *all);
   _Atomic int in[2] = {0, 0};
   char dir[300];
@@ -849,23 +1339,27 @@ static void multi_nested(void) {
       o.log_level = ZKL_LOG_DEBUG;
     }
     check(zkl_client_create(&w[i].c, connect_str, &o), "connect");
+    cl[i] = w[i].c;
     w[i].dir = dir;
     w[i].samples = calloc((size_t)K, sizeof(long long));
     w[i].in = in;
   }
+  sp.cl = cl;
+  sp.ncl = 2 * T;
+  span_start(&sp);
   t0 = now_ns();
   for (i = 0; i < 2 * T; i++)
     pthread_create(&t[i], NULL, mn_worker, &w[i]);
   for (i = 0; i < 2 * T; i++)
     pthread_join(t[i], NULL);
   el = now_ns() - t0;
+  span_stop(&sp);
   for (i = 1; i < 2 * T; i += 2)
     for (j = 0; j < w[i].n; j++)
       all[n++] = w[i].samples[j];
   for (i = 0; i < 2 * T; i++) {
     overlaps += w[i].overlaps;
     free(w[i].samples);
-    zkl_client_destroy(w[i].c);
   }
   begin("multi-nested");
   timed(2L * T * K, el, all, n); /* p50/p99: the multi-locks' waits */
@@ -873,13 +1367,16 @@ static void multi_nested(void) {
   key_int("multi_gave_way", atomic_load(&gave_way));
   key_num("gave_way_per_multi_cycle", n ? (double)atomic_load(&gave_way) / n : 0);
   key_int("violations", overlaps);
+  span_keys(&sp, 2L * T * K);
   end();
-  free(all), free(w), free(t);
+  for (i = 0; i < 2 * T; i++)
+    zkl_client_destroy(w[i].c);
+  free(all), free(w), free(t), free(cl);
 }
 
 static void reentrant(zkl_client_t *c) {
   zkl_mutex_t *m = new_mutex(c, base, "reentrant");
-  counters_t ctr;
+  counters_t ctr = {0};
   int64_t t0, el;
   int i, held;
   check(zkl_mutex_lock(m), "lock");
@@ -894,6 +1391,7 @@ static void reentrant(zkl_client_t *c) {
     zkl_mutex_unlock(m);
   }
   el = now_ns() - t0;
+  ctr_stop(&ctr);
   held = zkl_mutex_depth(m) == 1 && zkl_mutex_state(m) == ZKL_STATE_HELD;
   begin("reentrant");
   key_int("ops", K);
@@ -1033,6 +1531,7 @@ static void rtt(void) {
   zhandle_t *zh = zookeeper_init2(connect_str, no_watch, session_ms, NULL,
                                   NULL, 0, quiet);
   long long *wr = calloc((size_t)N * 2, sizeof *wr), *rd = calloc((size_t)N, sizeof *rd);
+  span_t sp = {.ncl = -1}; /* the plain ZooKeeper client: no counters */
   char node[320], made[320];
   struct String_vector v;
   double w50, r50;
@@ -1044,6 +1543,7 @@ static void rtt(void) {
   zoo_create(zh, root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
   zoo_create(zh, base, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
   snprintf(node, sizeof node, "%s/n-", base);
+  span_start(&sp);
   for (i = 0; i < N; i++) {
     int64_t a = now_ns();
     if (zoo_create(zh, node, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
@@ -1060,6 +1560,7 @@ static void rtt(void) {
       die("rtt: delete", ZKL_EPROTO);
     wr[2 * i + 1] = now_ns() - a;
   }
+  span_stop(&sp);
   zookeeper_close(zh);
   qsort(wr, (size_t)N * 2, sizeof *wr, cmp_ll);
   qsort(rd, (size_t)N, sizeof *rd, cmp_ll);
@@ -1072,6 +1573,7 @@ static void rtt(void) {
   key_num("read_p99_us", pct_us(rd, N, 0.99));
   /* best uncontended ratio to a recipe that adds one sequential read */
   key_num("uncontended_bound", round((2 * w50 + r50) / (2 * w50) * 100) / 100);
+  span_keys(&sp, N); /* a cycle: create, getChildren, delete */
   end();
   free(wr), free(rd);
 }
@@ -1097,6 +1599,7 @@ static void read_ceiling(void) {
   zhandle_t *zh = zookeeper_init2(connect_str, no_watch, session_ms, NULL,
                                   NULL, 0, quiet);
   int i, n = M * 10;
+  span_t sp = {.ncl = -1}; /* the plain ZooKeeper client: no counters */
   int64_t t0;
   double secs;
   for (i = 0; zh && i < 200 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
@@ -1106,6 +1609,7 @@ static void read_ceiling(void) {
   zoo_set_servers_resolution_delay(zh, -1);
   zoo_create(zh, root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
   zoo_create(zh, base, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+  span_start(&sp);
   t0 = now_ns();
   for (i = 0; i < n; i++) {
     pthread_mutex_lock(&rc_mu);
@@ -1121,6 +1625,7 @@ static void read_ceiling(void) {
     pthread_cond_wait(&rc_cv, &rc_mu);
   pthread_mutex_unlock(&rc_mu);
   secs = (double)(now_ns() - t0) / 1e9;
+  span_stop(&sp);
   zookeeper_close(zh);
   begin("read-ceiling");
   key_int("ops", n);
@@ -1128,6 +1633,7 @@ static void read_ceiling(void) {
   key_num("ops_per_s", round(n / secs * 10) / 10);
   key_int("inflight", 64);
   key_int("errors", rc_errors);
+  span_keys(&sp, n); /* a cycle: one read */
   end();
 }
 
@@ -1138,6 +1644,7 @@ static void object_cost(zkl_client_t *c) {
   zkl_mutex_t **m = calloc((size_t)M, sizeof *m);
   char dir[300], name[32];
   struct mallinfo2 before, after;
+  span_t sp = {0};
   int64_t t0, el;
   int i;
   snprintf(dir, sizeof dir, "%s/objects", base);
@@ -1151,17 +1658,20 @@ static void object_cost(zkl_client_t *c) {
   after = mallinfo2();
   for (i = 0; i < M; i++)
     zkl_mutex_destroy(m[i]);
+  span_start(&sp);
   t0 = now_ns();
   for (i = 0; i < M; i++) {
     snprintf(name, sizeof name, "key-%d", i);
     zkl_mutex_destroy(new_mutex(c, dir, name));
   }
   el = now_ns() - t0;
+  span_stop(&sp);
   begin("object-cost");
   key_int("objects", M);
   key_num("ns_per_object", round((double)el / M));
   key_num("heap_bytes_per_object",
           round((double)(after.uordblks - before.uordblks) / M));
+  span_keys(&sp, M); /* a cycle: one object made and destroyed */
   end();
   free(m);
 }
@@ -1209,6 +1719,8 @@ int main(int argc, char **argv) {
       {"leases", required_argument, 0, 'L'},
       {"async-release", no_argument, 0, 'A'},
       {"flat", no_argument, 0, 'F'},
+      {"servers", required_argument, 0, 'S'},
+      {"server-pids", required_argument, 0, 'P'},
       {0, 0, 0, 0}};
   const char *workloads = "uncontended,contended,many-locks,reentrant";
   char wl[256], *save = NULL, *w;
@@ -1230,11 +1742,14 @@ int main(int argc, char **argv) {
     case 'L': leases = num(optarg); break;
     case 'A': async_release = 1; break;
     case 'F': flat = 1; break;
+    case 'S': servers_str = optarg; break;
+    case 'P': server_pids_str = optarg; break;
     default:
       fprintf(stderr, "usage: zklock-bench [--connect HOSTS] [-w LIST] [-N n] "
                       "[--warmup n] [-C n] [-T n] [-M n] [-K n] "
                       "[--session-timeout-ms ms] [--root PATH] [--label L] "
-                      "[--leases n] [--async-release] [--flat]\n");
+                      "[--leases n] [--async-release] [--flat] "
+                      "[--servers HOSTS] [--server-pids PID,...]\n");
       return 2;
     }
   }
@@ -1244,6 +1759,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "zklock-bench: counts must be positive\n");
     return 2;
   }
+  servers_init();
   snprintf(base, sizeof base, "%s/zklock-%ld-%llx", root, (long)getpid(),
            (unsigned long long)now_ns());
   c = stats_client = new_client();
