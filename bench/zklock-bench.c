@@ -363,7 +363,7 @@ static void stats_keys(void) {
   static const char *const kind[ZKL_STATS_REQ_KINDS] = {
       "stats_req_create", "stats_req_delete", "stats_req_get_data",
       "stats_req_exists", "stats_req_get_children", "stats_req_set_data",
-      "stats_req_sync", "stats_req_multi"};
+      "stats_req_sync", "stats_req_multi", "stats_req_check"};
   zkl_client_stats_t st = {.size = sizeof st};
   int i, j;
   if (!stats_client || zkl_client_stats(stats_client, &st) != ZKL_OK)
