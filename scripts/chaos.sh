@@ -23,7 +23,7 @@ while [ "$#" -gt 0 ]; do
   case "$1" in
     --build) build=$(realpath -m "$2"); shift 2 ;;
     --minutes) minutes=$2; shift 2 ;;
-    -h | --help) sed -n '2,17s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,/^set -eu/{/SPDX-License-Identifier/d;s/^# \{0,1\}//p;}' "$0"; exit 0 ;;
     *) args+=("$1"); shift ;;
   esac
 done

@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
   --keep) keep=$2; shift ;;
   --only) only=$2; shift ;;
   --list) list=1 ;;
-  -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '2,/--list/{/SPDX-License-Identifier/d;s/^# \{0,1\}//p;}' "$0"; exit 0 ;;
   *) echo "model.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
