@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Run a critical section under the distributed lock "orders". */
 #include <inttypes.h>
 #include <stdio.h>

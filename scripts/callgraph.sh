@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The file-level call graph of lib/, and the sizes that issue 24 bounds.
 #
 #   scripts/callgraph.sh [BUILD_DIR]        (default build/normal)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # chaos.sh: fault-injection runs of zklock (tests/chaos.py) on a fresh local
 # ensemble: mutual exclusion, fencing and liveness while ZooKeeper nodes are
 # killed, restarted and partitioned, holders are paused past their session,

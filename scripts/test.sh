@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test.sh: install, build and run every test on a fresh Debian machine (as
 # root). In each build, the integration tests that leave the nodes alone
 # (make check-ensemble) share one real 3-node ZooKeeper ensemble on

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # zk-ensemble.sh: run a real N-node ZooKeeper ensemble on 127.0.0.1 for tests.
 #
 # Usage:

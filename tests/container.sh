@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # container.sh BUILD: the containerized ensemble, for real. It starts the
 # three containers of docker-compose.yml with scripts/container-ensemble.sh
 # (podman; the image made from Debian's packages), checks that they are

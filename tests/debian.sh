@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # debian.sh: build the Debian packages from this tree, check them with
 # lintian, install them, build every example against the installed
 # pkg-config file, run one example and the zklock tool against a real
