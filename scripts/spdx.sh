@@ -32,6 +32,7 @@ kind() {
   case $1 in
     *.md | NEWS | LICENSE | NOTICE | .gitignore | .dockerignore) echo exempt ;;
     bench/results/* | fuzz/corpus/*) echo exempt ;;
+    *.pyc | */__pycache__/* | *.class) echo exempt ;; # compiled by tests
     debian/rules) echo hash ;;
     debian/*) echo exempt ;;
     man/*.[1-9])
