@@ -19,6 +19,8 @@
 # it a kind or an exemption here. A third-party file under another licence
 # would be exempted here too, by name.
 #
+# Binary files are skipped: they have no comment syntax.
+#
 # Where the line goes: the first line; after a "#!" line; in a man page,
 # after a '\" preprocessor line. A man page that is only a ".so" link is
 # exempt: man-db and dh_installman read such a page's first line.
@@ -102,6 +104,8 @@ esac
 missing=0 unknown=0 added=0
 while IFS= read -r f; do
   [ -f "$top/$f" ] && [ ! -L "$top/$f" ] || continue
+  # a binary (a program built in the tree, say) has no comment syntax
+  [ ! -s "$top/$f" ] || grep -Iq . "$top/$f" || continue
   k=$(kind "$f")
   case $k in
     exempt) continue ;;

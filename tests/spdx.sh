@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Every source file names its licence (scripts/spdx.sh check), and the
 # script itself works: on a scratch tree it reports a file without the
-# line and one of an unknown kind, adds the line in each kind's syntax
-# (after a #! line), and a second add changes nothing.
+# line and one of an unknown kind (not a binary), adds the line in each
+# kind's syntax (after a #! line), and a second add changes nothing.
 set -eu
 : "${top_srcdir:=.}"
 fail=0
@@ -22,11 +22,12 @@ printf '#!/bin/sh\necho hi\n' >"$t/scripts/run.sh"
 printf '.TH X 1\n' >"$t/man/x.1"
 printf '.so man1/x.1\n' >"$t/man/y.1"
 printf 'text\n' >"$t/README.md"
+printf 'ELF\0\1\2\n' >"$t/lib/a.out" # a program built in the tree: no syntax
 out=$(bash "$t/scripts/spdx.sh" check 2>&1) && fail=1
 for f in lib/lacks.c scripts/run.sh man/x.1; do
   echo "$out" | grep -q "no licence line: $f\$" || { echo "FAIL: check missed $f: $out"; fail=1; }
 done
-for f in lib/has.c man/y.1 README.md; do
+for f in lib/has.c man/y.1 README.md lib/a.out; do
   echo "$out" | grep -q "$f" && { echo "FAIL: check named $f: $out"; fail=1; }
 done
 printf 'x\n' >"$t/lib/odd.xyz"
