@@ -22,7 +22,7 @@ int main(int argc, char **argv) {
   if (rc == ZKL_OK) {
     zkl_mutex_token(lock, &token);
     /* Pass the token to every write; the resource rejects tokens lower
-     * than the highest it has seen (see "Fencing" below). */
+     * than the highest it has seen ("Fencing" in ARCHITECTURE.md). */
     printf("holding /locks/orders, fencing token %" PRIu64 "\n", token);
     rc = zkl_mutex_unlock(lock);
   }

@@ -122,7 +122,7 @@ if grep -qE '^# (FAIL|ERROR|SKIP|XPASS): *[1-9]' "$top/$build/container-check.ou
   done
 fi
 
-# down: nothing left but the two images the README says it keeps
+# down: nothing left but the two images TESTING.md says it keeps
 t0=$SECONDS
 if bash "$CE" down; then ok "container-ensemble.sh down ($((SECONDS - t0)) s)"; else bad "container-ensemble.sh down"; fi
 upped=0
