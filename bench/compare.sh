@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # compare.sh: zklock beside the peers (Apache Curator, kazoo, and the
 # seeds' single-instance Redis lock, which needs no ensemble) in one run, on
 # one freshly started 3-node ensemble, plus the ensemble's write ceiling.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* zklock-bench: the peers' lock benchmark (../shared/bench) for zklock.
  *
  * Same flags, workloads and JSON lines as CuratorBench.java and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* demo.c: one worker of the demo (scripts/demo.sh starts several).
  *
  *   zklock-demo HOSTS NAME WORKER ROUNDS

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* event_loop.c: a service that works only while it holds a lock, written
  * around one epoll loop: the client's callbacks run on the loop's thread
  * (ZKL_CLIENT_DISPATCH), next to the service's own timer.

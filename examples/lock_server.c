@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* lock_server.c: a server on one epoll loop that serves each request under
  * a per-key lock, with no thread per waiter. Acquisitions are asynchronous
  * (zkl_mutex_lock_async), their callbacks run on the loop's thread

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Take and release a lock a few times, then write the client's counters
  * (zkl_client_stats()) in Prometheus's text exposition format, as a
  * scrape endpoint or a node_exporter textfile would serve them.

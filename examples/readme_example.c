@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Run a critical section under the distributed lock "orders". */
 #include <inttypes.h>
 #include <stdio.h>
@@ -21,7 +22,7 @@ int main(int argc, char **argv) {
   if (rc == ZKL_OK) {
     zkl_mutex_token(lock, &token);
     /* Pass the token to every write; the resource rejects tokens lower
-     * than the highest it has seen (see "Fencing" below). */
+     * than the highest it has seen ("Fencing" in ARCHITECTURE.md). */
     printf("holding /locks/orders, fencing token %" PRIu64 "\n", token);
     rc = zkl_mutex_unlock(lock);
   }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli_harness.h: the body shared by the command-line fuzz targets. The
  * including file defines TOOL (a string), includes the tool's source with
  * main renamed, and defines OPTS_INIT, the tool's default struct opts

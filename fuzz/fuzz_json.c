@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz target: the tools' JSON writer (tools/json.c) and the --json
  * listing (tools/cli_json.c) on any bytes. What they write must parse as
  * JSON by the strict RFC 8259 reader below, written apart from the writer

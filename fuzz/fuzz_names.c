@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz target: lock names, roots, sequence suffixes and queue ordering,
  * all of which come from users or from other clients' node names. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz target: all of lib/base/nodedata.c, lock node data that any client
  * of the ensemble can write. On any bytes: the parser of the tools and
  * zkl_mutex_queue(), the header's marks, revocation requests, the intact

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz target: zkelect(1)'s command line, parsed the way main() parses it. */
 #define main zkelect_main
 #include "../tools/zkelect.c"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz target: zklock(1)'s command line, parsed the way main() parses it. */
 #define main zklock_main
 #include "../tools/zklock.c"

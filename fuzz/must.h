@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* must.h: the check of the fuzz targets that test properties: a property
  * that fails traps, which libFuzzer reports as a crash with its input. */
 #ifndef ZKLOCK_FUZZ_MUST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * zklock.h: distributed locks on Apache ZooKeeper.
  *

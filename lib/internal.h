@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* internal.h: what the library's files share. Never installed.
  *
  * lib/ has four layers, each a folder with one header, included here from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* flat.pml: the flat lock (ZKL_MUTEX_FLAT): lib/engine/flat.c's create,
  * read and wait, lib/zk/batch.c's with_set (the create's transaction
  * carries a setData of the node, whose stat gives the czxid, the token,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* flatfaults.pml: the flat lock (ZKL_MUTEX_FLAT: lib/engine/flat.c, the flat
  * unlock of lib/engine/release.c (its guarded delete), the deferred
  * deletes of lib/zk/deferred.c, the create's stat and version of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* groupcommit.pml: group commit of a session's writes (lib/zk/batch.c:
  * submit, joining, send_queued, send_batch, zkl__batch_done, on_multi,
  * requeue, refused_batch, on_after_list, zkl__batch_list, learn_stat,

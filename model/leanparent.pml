@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* leanparent.pml: a lock's parent made in its first node's transaction
  * (issue 26, "lean"), and who deletes it, checked with spin.
  * lib/engine/acquire.c send_join, step_joined, first_born, step_position;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* multilock.pml: the multi-lock's rule that keeps it out of wait cycles
  * with lockers that hold one lock while they wait for another
  * (lib/engine/join.c: zkl__join_enqueue, zkl__join_still_held;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* parentlife.pml: the life of a lock's plain parent made in its first
  * node's transaction (lib/engine/acquire.c send_join's `lean`,
  * step_joined, first_born, step_position's dir_alone and dir_lone;

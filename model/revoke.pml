@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* revoke.pml: revocation of a hold (lib/recipes/revoke.c ask, wait_gone,
  * revoke_paths; lib/base/nodedata.c's revoke lines), the hold's own-node
  * watch (lib/engine/acq.c own_event, on_verified), its guarded writes

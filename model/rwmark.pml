@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rwmark.pml: a read-write writer's node whose data someone else rewrites
  * (lib/engine/acq.c on_verified with zkl__acq_data_intact, lib/engine/guard.c's check
  * of the node at a->dversion, lib/engine/release.c zkl__queue_downgrade,

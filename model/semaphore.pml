@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* semaphore.pml: the counting semaphore (lib/recipes/semaphore.c over the
  * queue engine: lib/base/policy.c decide_lease and our_lease,
  * lib/engine/acquire.c position, step_wait_eval, step_read_done, wait_end,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* zklock.pml: the queue protocol of lib/engine/ (F1, F3, F4 fixed), with
  * the read-write lock's conflict rule (READERS), checked
  * with spin. ZooKeeper as zklock relies on it, N contenders running

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # build.sh DIR [CONFIGURE ARGS...]: configure and build zklock out of tree
 # in DIR (relative to the source tree), generating ./configure if needed.
 set -eu

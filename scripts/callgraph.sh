@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The file-level call graph of lib/, and the sizes that issue 24 bounds.
 #
 #   scripts/callgraph.sh [BUILD_DIR]        (default build/normal)
@@ -85,6 +86,10 @@ done >"$tmp/long"
 if [ -s "$tmp/long" ]; then cat "$tmp/long"; status=1; else echo "none"; fi
 
 echo "== .c files over 800 lines"
-find "$top/lib" -name '*.c' -exec wc -l {} + | sed "s|$top/||" | awk '$2 != "total" && $1 > 800 {print "  " $2 ": " $1; bad = 1} END {if (!bad) print "none"; exit bad}' ||
+# The licence line is not counted: the bound is on code, and
+# scripts/spdx.sh adds that line to every file, after the fact.
+for f in $(find "$top/lib" -name '*.c' | sort); do
+  echo "$(grep -cv 'SPDX-License-Identifier:' "$f") ${f#"$top"/}"
+done | awk '$1 > 800 {print "  " $2 ": " $1; bad = 1} END {if (!bad) print "none"; exit bad}' ||
   status=1
 exit $status

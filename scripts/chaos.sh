@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # chaos.sh: fault-injection runs of zklock (tests/chaos.py) on a fresh local
 # ensemble: mutual exclusion, fencing and liveness while ZooKeeper nodes are
 # killed, restarted and partitioned, holders are paused past their session,
@@ -23,7 +24,7 @@ while [ "$#" -gt 0 ]; do
   case "$1" in
     --build) build=$(realpath -m "$2"); shift 2 ;;
     --minutes) minutes=$2; shift 2 ;;
-    -h | --help) sed -n '2,17s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,/^set -eu/{/SPDX-License-Identifier/d;s/^# \{0,1\}//p;}' "$0"; exit 0 ;;
     *) args+=("$1"); shift ;;
   esac
 done

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # container-ensemble.sh: the three-node ensemble of docker-compose.yml, in
 # containers built from Debian's packages (scripts/container/Dockerfile),
 # on host networking bound to 127.0.0.1.
@@ -64,7 +65,7 @@ die() {
 }
 
 usage() {
-  sed -n '6,22s/^# \{0,1\}//p' "$0" >&2
+  sed -n '/^# Usage:/,/^#$/s/^# \{0,1\}//p' "$0" >&2
   exit 2
 }
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # demo.sh: the whole main job on a fresh Debian machine, as root: install
 # what is missing, build zklock, start a local 3-node ZooKeeper ensemble,
 # and show (1) processes taking turns on one lock through the C library,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # fuzz.sh [SECONDS [TARGET...]]: build every libFuzzer target in fuzz/
 # (or only the TARGETs named, e.g. nodedata for fuzz/fuzz_nodedata.c) with
 # clang (-fsanitize=fuzzer,address,undefined) into build/fuzz and run each

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # install-deps.sh [--test]: install what building and running zklock needs
 # on Debian 12; with --test, also what its tests need: valgrind, clang for
 # the fuzzers, spin for the model, the peers the interoperability tests

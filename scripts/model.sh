@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # model.sh: check the spin models of the queue protocol (model/zklock.pml),
 # the multi-lock's giving way (model/multilock.pml), the read-write
 # lock's downgrade mark (model/rwmark.pml), the counting semaphore
@@ -32,7 +33,7 @@ while [ $# -gt 0 ]; do
   --keep) keep=$2; shift ;;
   --only) only=$2; shift ;;
   --list) list=1 ;;
-  -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '2,/--list/{/SPDX-License-Identifier/d;s/^# \{0,1\}//p;}' "$0"; exit 0 ;;
   *) echo "model.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift

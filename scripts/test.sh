@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test.sh: install, build and run every test on a fresh Debian machine (as
 # root). In each build, the integration tests that leave the nodes alone
 # (make check-ensemble) share one real 3-node ZooKeeper ensemble on
@@ -211,7 +212,7 @@ if [ -n "${ZKL_DISTCHECK:-}" ]; then
   # The tarball builds, installs and passes the tests that need no
   # ensemble and no model checker: the suites above ran every test on
   # this very tree.
-  if (cd build/normal && make distcheck TESTS="tests/unit tests/symbols.sh tests/version.sh tests/docs.sh" \
+  if (cd build/normal && make distcheck TESTS="tests/unit tests/symbols.sh tests/version.sh tests/docs.sh tests/spdx.sh" \
     >distcheck.out 2>&1); then
     passed=$((passed + 1))
     grep -E 'archives ready for distribution' -A2 build/normal/distcheck.out || true

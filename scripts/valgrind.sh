@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # valgrind.sh BUILD_DIR: the unit test and the C integration tests under
 # valgrind memcheck (no invalid access, no definite or indirect leak), on
 # one ensemble (scripts/with-ensemble.sh starts it unless ZKL_TEST_SERVERS

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # with-ensemble.sh CMD [ARGS...]: run CMD against a throw-away ZooKeeper
 # ensemble (used by `make check`).
 #

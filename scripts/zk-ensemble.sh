@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # zk-ensemble.sh: run a real N-node ZooKeeper ensemble on 127.0.0.1 for tests.
 #
 # Usage:
+#   zk-ensemble.sh env [N]          print the exports of ZKL_ENSEMBLE_DIR and
+#                                   ZKLOCK_SERVERS, for eval; starts N nodes
+#                                   first (default 3) unless an ensemble
+#                                   runs in $ZKL_ENSEMBLE_DIR already:
+#                                     eval "$(bash scripts/zk-ensemble.sh env)"
 #   zk-ensemble.sh start [N]        start N nodes (default 3; 1 = standalone)
 #   zk-ensemble.sh stop             stop every recorded node
 #   zk-ensemble.sh status           per-node mode; exit 0 only if healthy
@@ -19,10 +25,11 @@
 #                                   from ZOO_* variables (the container
 #                                   image's entry point; see below)
 #
-# State lives in $ZKL_ENSEMBLE_DIR.  When start has to create it (mktemp),
-# the last line start prints on stdout is "ZKL_ENSEMBLE_DIR=<dir>" so callers
-# can eval it; everything else start prints goes to stderr.  Every other
-# subcommand needs ZKL_ENSEMBLE_DIR set.
+# State lives in $ZKL_ENSEMBLE_DIR, made with mktemp by start or env when
+# it is not set (and then removed by stop).  The last line start prints on
+# stdout is "ZKL_ENSEMBLE_DIR=<dir>" so callers can eval it; env prints
+# two export lines instead; everything else they print goes to stderr.
+# Every other subcommand needs ZKL_ENSEMBLE_DIR set.
 #
 # Environment:
 #   ZKL_CLIENT_BASE   (22180)  client port of node i is base+i
@@ -117,7 +124,7 @@ die() {
 }
 
 usage() {
-  sed -n '3,20s/^# \{0,1\}//p' "$0" >&2
+  sed -n '/^# Usage:/,/^#$/s/^# \{0,1\}//p' "$0" >&2
   exit 2
 }
 
@@ -131,7 +138,7 @@ set_dir() {
 
 need_dir() {
   [ -n "${ZKL_ENSEMBLE_DIR:-}" ] ||
-    die "ZKL_ENSEMBLE_DIR is not set (start prints it: eval the last line of '$prog start')"
+    die "ZKL_ENSEMBLE_DIR is not set (eval \"\$(bash $0 env)\" starts an ensemble and sets it)"
   [ -d "$ZKL_ENSEMBLE_DIR" ] || die "ZKL_ENSEMBLE_DIR=$ZKL_ENSEMBLE_DIR is not a directory"
   set_dir "$ZKL_ENSEMBLE_DIR"
 }
@@ -478,6 +485,8 @@ cmd_run_node() {
     org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg"
 }
 
+# cmd_start N [quiet]: quiet leaves out the ZKL_ENSEMBLE_DIR= line (env
+# prints exports of its own)
 cmd_start() {
   local n=${1:-3} i k d port conn="" deadline
   case "$n" in '' | *[!0-9]*) usage ;; esac
@@ -580,7 +589,29 @@ cmd_start() {
   trap - INT TERM HUP EXIT
   exec 9<&-
   show_status >&2
-  printf 'ZKL_ENSEMBLE_DIR=%q\n' "$DIR"
+  [ "${2:-}" = quiet ] || printf 'ZKL_ENSEMBLE_DIR=%q\n' "$DIR"
+}
+
+# The exports a shell needs to use (and later stop) the ensemble of
+# $ZKL_ENSEMBLE_DIR, started first unless one of its nodes runs: so a
+# second eval in the same shell reuses the ensemble.
+cmd_env() {
+  local n=${1:-3} k running=0
+  if [ -n "${ZKL_ENSEMBLE_DIR:-}" ] && [ -d "$ZKL_ENSEMBLE_DIR" ]; then
+    set_dir "$ZKL_ENSEMBLE_DIR"
+    if load; then
+      for k in "${!IDS[@]}"; do
+        if is_alive "${IDS[$k]}" "${PIDS[$k]}"; then running=1; fi
+      done
+    fi
+  fi
+  if [ "$running" -eq 0 ]; then
+    cmd_start "$n" quiet
+    echo "$prog: stop it with: bash $0 stop" >&2
+  fi
+  [ -s "$CONNFILE" ] || die "no connect string recorded in $DIR"
+  printf 'export ZKL_ENSEMBLE_DIR=%q\n' "$DIR"
+  printf 'export ZKLOCK_SERVERS=%q\n' "$(cat "$CONNFILE")"
 }
 
 need_id() {
@@ -714,7 +745,15 @@ cmd_mntr() {
 cmd=${1:-}
 [ "$#" -eq 0 ] || shift
 case "$cmd" in
-  start) cmd_start "$@" ;;
+  start) cmd_start "${1:-3}" ;;
+  env)
+    # a failed start prints no export: "false" makes the caller's eval fail
+    (cmd_env "$@") || {
+      rc=$?
+      echo false
+      exit "$rc"
+    }
+    ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
   connect)

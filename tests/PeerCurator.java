@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PeerCurator.java: the Apache Curator side of tests/peers.itest, run as a
 // single-file program (java -cp curator-recipes.jar PeerCurator.java ...).
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* admin.h: what the integration tests in C share: the ensemble from
  * ZKL_TEST_SERVERS, per-test roots, and an independent ZooKeeper handle
  * ("admin") that inspects and damages the tree the way an operator or a

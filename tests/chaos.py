@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """chaos.py: fault-injection runs of zklock against a real ZooKeeper ensemble.
 
 Starts a 3-node ensemble (each node in a network namespace of its own when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* chaos_client.c: one worker process of the fault-injection suite
  * (tests/chaos.py starts several and injects faults around them).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* chaos_rogue.c: the hostile session of the fault-injection suite
  * (tests/chaos.py drives it). It talks to the ensemble directly, with the
  * plain ZooKeeper C client, and does to the lock directories

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check.h: assertion macros that print both operands, and test plumbing. */
 #ifndef ZKLOCK_TEST_CHECK_H
 #define ZKLOCK_TEST_CHECK_H

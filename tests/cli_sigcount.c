@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli_sigcount.c: a COMMAND for tests/cli.itest that logs every SIGINT it
  * is delivered, with who sent it, so a test can tell one from two.
  *

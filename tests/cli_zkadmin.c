@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli_zkadmin.c: a bare ZooKeeper client for tests/cli.itest, playing the
  * operator or another application next to zklock(1) and zkelect(1).
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # compose-check.sh: keep docker-compose.yml a consistent 3-node ensemble.
 #
 # Usage: compose-check.sh [--self-test | --no-self-test]

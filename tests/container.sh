@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # container.sh BUILD: the containerized ensemble, for real. It starts the
 # three containers of docker-compose.yml with scripts/container-ensemble.sh
 # (podman; the image made from Debian's packages), checks that they are
@@ -121,7 +122,7 @@ if grep -qE '^# (FAIL|ERROR|SKIP|XPASS): *[1-9]' "$top/$build/container-check.ou
   done
 fi
 
-# down: nothing left but the two images the README says it keeps
+# down: nothing left but the two images TESTING.md says it keeps
 t0=$SECONDS
 if bash "$CE" down; then ok "container-ensemble.sh down ($((SECONDS - t0)) s)"; else bad "container-ensemble.sh down"; fi
 upped=0

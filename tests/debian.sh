@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # debian.sh: build the Debian packages from this tree, check them with
-# lintian, install them, build every example against the installed
-# pkg-config file, run one example and the zklock tool against a real
-# ensemble, then remove the packages and check that nothing is left.
+# lintian, install them, check that the examples are installed and build
+# every example against the installed pkg-config file, run one example
+# and the zklock tool against a real ensemble, then remove the packages
+# and check that nothing is left.
 #
 #   bash tests/debian.sh          (as root, on Debian; scripts/test.sh runs it
 #                                  in CI with ZKL_DEBIAN=1)
@@ -77,6 +79,16 @@ else
   tail -20 "$work/install.log"
   bad "install"
 fi
+
+# The examples, installed with libzklock-dev (debian/libzklock-dev.examples).
+exdir=/usr/share/doc/libzklock-dev/examples
+missing=
+for f in "$top"/examples/*.c examples/README.md examples/cron/crontab \
+  examples/cron/nightly-report.sh examples/systemd/scheduler.service; do
+  f=${f#"$top"/}
+  [ -f "$exdir/${f#examples/}" ] || missing="$missing $f"
+done
+[ -z "$missing" ] && ok "the examples are installed in $exdir" || bad "not in $exdir:$missing"
 
 # Every example, compiled as a user of the installed packages would.
 n=0

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The man pages render without warnings, and every long option the tools
 # accept (as listed by --help) is documented in the tool's man page.
 set -eu

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # lib/'s layers hold (scripts/callgraph.sh on the built objects): no file
 # names a function of a layer above its own, no circle of calls between
 # files, no function over 60 lines and no file over 800. ARCHITECTURE.md

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tests/lib.sh: shared helpers of the shell integration tests (sourced).
 # Needs ZKL_TEST_SERVERS; the fault tests also need ZKL_ENSEMBLE_DIR, which
 # scripts/with-ensemble.sh exports when it started the ensemble itself.

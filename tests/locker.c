@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* locker.c: a test process for multi-process and fault tests.
  *
  *   locker work -s HOSTS -r ROOT -n NAME -d DIR [-t THREADS] [-c CYCLES]

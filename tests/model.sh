@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The spin model of the queue protocol (model/zklock.pml): the bounded
 # checks of scripts/model.sh. The protocol must hold, and each variant with
 # a guard removed, and each known defect, must yield its counterexample.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """peer_kazoo.py: the kazoo side of tests/peers.itest, and the critical
 section both sides run on one fenced counter.
 

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The C example in README.md must be examples/readme_example.c verbatim
 # (that file is compiled by make check and run by tests/mutex.itest).
 set -eu

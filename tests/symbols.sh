@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Only the zkl_ prefix may leave the shared library (internal code is zkl__
 # and hidden), and every function the header declares must be exported.
 set -eu

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_async.c: asynchronous acquires against a real ensemble
  * (ZKL_TEST_SERVERS): callbacks exactly once, holds released from any
  * thread, cancel and destroy races, and 10,000 acquisitions pending on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_auth.c: authentication and ACLs against a real ensemble
  * (ZKL_TEST_SERVERS).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_deadline.c: "a free lock is taken at once whatever the deadline; a
  * held one times out at once" (zklock.h, TIME), for every recipe and form,
  * on the keys a first acquire can meet: a new key (no parent), a parent

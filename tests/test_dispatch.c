@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_dispatch.c: ZKL_CLIENT_DISPATCH against a real ensemble
  * (ZKL_TEST_SERVERS): callbacks wait for zkl_client_dispatch() and run on
  * the thread that calls it, an epoll loop learns of them through

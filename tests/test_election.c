@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_election.c: leader election against a real ensemble
  * (ZKL_TEST_SERVERS): fail-over, loss, and candidacies as runs of the
  * queue engine with no thread each: one HELD per term, resignations that

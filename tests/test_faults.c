@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_faults.c: faults a real ensemble cannot be made to produce on cue,
  * injected into the library's completions (ZKL_FAULT_INJECTION, only in
  * the internal library this test links), against a real ensemble

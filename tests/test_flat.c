@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_flat.c: the flat per-key lock (ZKL_MUTEX_FLAT) against a real
  * ensemble (ZKL_TEST_SERVERS). Linked with the internal library only to
  * expire a client's session from outside (as test_faults.c does).

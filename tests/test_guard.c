@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_guard.c: writes guarded by a hold, against a real ensemble
  * (ZKL_TEST_SERVERS): they land while the hold is ours, never after it
  * was lost (deleted by someone, or a holder paused past its session),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_hostile.c: zklock against a co-tenant that misbehaves, on a real
  * ensemble (ZKL_TEST_SERVERS): nodes planted under a lock, held and
  * waiting nodes deleted, rewritten, or deleted and re-created, and API

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_multilock.c: several locks held as one, against a real ensemble
  * (ZKL_TEST_SERVERS): one zxid for every node, no deadlock between callers
  * naming the locks in opposite orders (where taking them one by one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_mutex.c: the mutex against a real ensemble (ZKL_TEST_SERVERS).
  *
  * Each test works under its own root /zkltest-<pid>-<n> so runs never see

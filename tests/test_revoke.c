@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_revoke.c: revocation against a real ensemble (ZKL_TEST_SERVERS):
  * the holder hears the request, even one that reached its node before
  * the hold began, the request keeps what the node's data said, a holder

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_rwlock.c: the read-write lock against a real ensemble
  * (ZKL_TEST_SERVERS), each test under its own root, each contender on its
  * own client, so that request counts are per contender. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_semaphore.c: the counting semaphore against a real ensemble
  * (ZKL_TEST_SERVERS), each test under its own root. */
 #include <stdatomic.h>

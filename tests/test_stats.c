@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_stats.c: zkl_client_stats() against a real ensemble
  * (ZKL_TEST_SERVERS): a scripted run of known acquires, timeouts,
  * cancels, losses, revocations and an expiry, and the counters must say

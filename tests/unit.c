@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* unit.c: pure functions, no server needed. */
 #include <stdlib.h>
 #include <unistd.h>

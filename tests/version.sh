@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # One version: configure.ac's AC_INIT names it, and the newest entry of
 # debian/changelog (a native package: no Debian revision) and the newest
 # heading of NEWS must say the same.

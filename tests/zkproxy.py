@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """zkproxy.py: a TCP proxy between ZooKeeper clients and one server, for
 fault tests. It reads the client-to-server framing (4-byte length, then for
 every request after the connect handshake an int32 xid and an int32 op type)

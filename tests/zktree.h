@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* zktree.h: removing a test's tree through a given ZooKeeper handle, for
  * the C tests (the handle decides what may be removed: admin.h's has no
  * identity, test_auth.c's super user may remove anything). */

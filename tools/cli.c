@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli.c: running a command under a distributed hold (zklock, zkelect).
  *
  * Signals: INT, TERM, HUP and CHLD are blocked in every thread (the

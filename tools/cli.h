@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli.h: what zklock(1) and zkelect(1) share: exit codes, option parsing
  * helpers, and running COMMAND under a hold. */
 #ifndef ZKLOCK_CLI_H

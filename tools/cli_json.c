@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli_json.c: a lock's or an election's queue as one JSON object, for
  * zklock --list --json and zkelect --leader --json. The key set is fixed:
  * a field the node does not say is null, never left out (zklock(1),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* json.h: a small streaming JSON writer (RFC 8259) for the tools' --json
  * output. Values are written as they come, with the commas and colons
  * between them; nothing is buffered but what stdio buffers.

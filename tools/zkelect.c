@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* zkelect(1): campaign in a ZooKeeper election and run a command only while
  * leader. See man/zkelect.1. */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* zklock(1): run a command while holding a distributed lock, like flock(1)
  * but across machines. See man/zklock.1. */
 #define _GNU_SOURCE

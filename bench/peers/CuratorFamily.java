@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CuratorFamily.java: the read-heavy and semaphore workloads of zklock-bench
 // for Apache Curator (InterProcessReadWriteLock, InterProcessSemaphoreV2),
 // with the harness's flags and JSON lines. It runs beside the harness's own

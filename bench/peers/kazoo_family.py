@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """kazoo_family: the read-heavy and semaphore workloads of zklock-bench for
 kazoo (ReadLock/WriteLock, Semaphore), with the harness's flags and JSON
 lines; its helpers (flags, mntr counters, JSON) come from the harness's own

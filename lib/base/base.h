@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* base.h: the bottom layer (lib/base/): no ZooKeeper request is sent
  * from here. Names and guids, the format of node data and the policy
  * that reads a listing (pure, unit-tested and fuzzed), the table of

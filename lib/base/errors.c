@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* errors.c: error text and names, version, clock, state names. */
 #include "config.h"
 

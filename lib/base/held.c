@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* held.c: which thread holds which lock through which object.
  *
  * Kept across every client and recipe of the process: a thread that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nodedata.c: what a zklock node's data says; written and read here only.
  *
  * Every node a zklock object creates carries text first, so that zkCli

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* notice.c: the client's queue of notices: state changes for a recipe's
  * callback, log lines for the hook, and functions to run there (an async
  * acquire's outcome).

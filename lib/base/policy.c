@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* policy.c: who holds and whom to watch, from the names in a listing.
  *
  * Pure functions over a queue's child names, so that they can be tested

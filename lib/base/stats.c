@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* stats.c: the client's counters and histograms, and zkl_client_stats().
  * The layers above add to them where things happen (run.c settle() for
  * acquires, acq.c for losses, session.c, call.c and batch.c for the

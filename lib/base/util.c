@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* util.c: names, guids, time, handle registry. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acq.c: a client's acquisitions: the registry of them, the state of a
  * granted hold (HELD, AT_RISK, LOST) and what moves it, and the watch on a
  * hold's own node that verifies it is still ours.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* acquire.c: the path every acquisition takes.
  *
  * A contender creates an ephemeral sequential node <dir>/<guid><marker><seq>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* engine.h: the queue engine (lib/engine/): acquisitions and the state
  * of holds (acq.c), the queue protocol as a machine of steps (step.c,
  * acquire.c, recover.c, run.c), a hold's end as a run of its own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* flat.c: a flat lock's acquire (ZKL__Q_FLAT, ZKL_MUTEX_FLAT).
  *
  * No queue: the lock is one ephemeral node, <dir> itself (<root>/<name>),

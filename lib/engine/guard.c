@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* guard.c: writes that commit only while a hold is ours.
  *
  * One transaction (zoo_amulti) on the hold's session: a check of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* inspect.c: reading a queue for humans and tools (who holds, who waits). */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* join.c: one node in each of k queues, made all or none: the join of a
  * multi-lock, as steps of its conductor's run (joinwait.c starts it, then
  * runs each node as a member of its queue, zkl__queue_start_member).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* joinwait.c: a multi-lock's acquire, one run of the machine with no
  * thread of its own (the conductor, run.c zkl__run_start_bare).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* loop.c: the client's event thread, the table of contents of everything
  * the client does in the background. It sits on top of the engine and
  * names its duties one by one: make a new session when one expired

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* marks.c: what a granted hold writes on its own node, and the read that
  * tells whether the node is still ours.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* queue.c: the queue object every recipe embeds: its directory, the
  * prefix and markers of its nodes, what its nodes carry; and cancel and
  * close. Its acquisitions run in run.c. */

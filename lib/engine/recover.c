@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* recover.c: the paths of an acquisition that trouble makes necessary.
  *
  * The queue's parents are missing: make them as containers, deepest first.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* release.c: the end of a hold: the delete of our node, and the verdict.
  *
  * A release is a run of its own, and never waits: it sends the delete

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* run.c: a run's life: start, wait, settle. The two faces of the machine.
  *
  * zkl__queue_acquire starts a run and sleeps on a->cv until it ends (every

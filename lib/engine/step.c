@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* step.c: the parts of the machine every step is made of.
  *
  * A step runs under c->mu and never waits (engine.h: struct zkl__run). It

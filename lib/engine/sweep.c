@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sweep.c: removing the lock parents nobody uses (zkl_sweep, zklock
  * --sweep).
  *

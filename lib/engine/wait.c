@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* wait.c: a contender's wait behind the nodes its place in the queue
  * names (the wait set: acquire.c's position(), from policy.c's plan).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client.c: the client object: its public API and its life, from the first
  * session to the teardown. The rest of the client is in session.c (the
  * session's state machine), acq.c (acquisitions and the state of holds),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* election.c: leader election on the queue engine.
  *
  * A candidacy is one run of the election's queue (run.c) with no thread

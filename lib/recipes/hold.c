@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hold.c: acquisitions nobody waits for, and the holds they grant.
  *
  * zkl_mutex_lock_async() and its siblings start a run of the queue

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* multilock.c: several locks held as one, with no deadlock.
  *
  * The object: its members (each a queue of its own, named as a mutex's or

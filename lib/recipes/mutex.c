@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mutex.c: the reentrant distributed mutex.
  *
  * Reentrancy is per thread and costs no request: the thread that holds the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* recipe.c: what every recipe's object shares above the engine: the
  * checks its create makes, the reading of a caller's deadline, and its
  * list of per-thread holds (a mutex's or read-write lock's reentrancy:

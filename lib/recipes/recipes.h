@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* recipes.h: the top layer (lib/recipes/): the public objects, each a
  * thin policy over the engine: the client, mutex, read-write lock,
  * semaphore, election, multi-lock, revocation, and the holds of async

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* revoke.c: asking a lock's holders to give it up, and taking it from
  * those that do not.
  *

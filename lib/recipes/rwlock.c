@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rwlock.c: the reentrant distributed read-write lock.
  *
  * A policy over the queue engine, nothing more: a read hold is a node of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* semaphore.c: the counting semaphore.
  *
  * A policy over the queue engine: a lease is a node of kind LEASE, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* batch.c: group commit of a session's writes.
  *
  * An ensemble commits a bounded number of transactions per second, and a

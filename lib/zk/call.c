@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* call.c: the record of one ZooKeeper request (zkl__call_t) and the
  * completions that fill it in.
  *

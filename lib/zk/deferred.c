@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* deferred.c: nodes of ours to delete once connected again.
  *
  * A delete that could not reach the server, a hold declared LOST while

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* request.c: every request the engine and the recipes send to ZooKeeper,
  * one function each. Writes that may share a transaction go through group
  * commit (batch.c); the rest go straight to the C client. Each answer

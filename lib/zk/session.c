@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* session.c: the client's ZooKeeper session and its state machine.
  *
  * One ZooKeeper handle is current (c->sess); its session events move the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* zk.h: the ZooKeeper layer (lib/zk/): one session's conversation with
  * the ensemble. The record of a request and its completions (call.c),
  * every request (request.c), group commit (batch.c), the session's state
