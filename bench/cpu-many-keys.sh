@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # cpu-many-keys.sh: issue 35's per-key figures, CPU per cycle included, for
 # one or more builds of zklock-bench side by side on one ensemble.
 #

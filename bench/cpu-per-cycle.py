@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """cpu-per-cycle.py: where the CPU of any bench's timed spans goes.
 
 usage: cpu-per-cycle.py [--servers HOSTS] [--server-pids PIDS] -- COMMAND [ARGS...]

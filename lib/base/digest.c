@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* digest.c: a client's own secret identity, as ZooKeeper's digest scheme
  * names it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* node.c: our node: how it is made, and how we know a node is ours.
  *
  * Every path that makes a lock node, adopts one, waits behind one or

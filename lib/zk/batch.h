@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* batch.h: group commit's own records (batch.c), shared by the files of
  * lib/zk/ that make them (batchops.c: the ops callers hand over) and send
  * and answer them (batch.c). Nothing else includes it. */

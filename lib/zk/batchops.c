@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* batchops.c: the ops callers hand to group commit (batch.c), one
  * function each: a create, a delete, a node and its parent made or
  * deleted together, a delete bound to its guard. Each makes its records
