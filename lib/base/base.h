@@ -202,6 +202,15 @@ ZKL__HIDDEN char *zkl__child(const char *dir, const char *name);
 ZKL__HIDDEN void zkl__deadline_ts(int64_t deadline_ms, struct timespec *ts);
 ZKL__HIDDEN int zkl__cond_init(pthread_cond_t *cv);
 
+/* ---- wake.c: wakes deferred until c->mu is let go --------------------------
+ * zkl__wake broadcasts cv now, or, on a thread that called zkl__wake_defer,
+ * once it calls zkl__wake_flush (after it unlocked c->mu), pinning *pin
+ * meanwhile. Before cv's memory goes, zkl__wake_settle(pin). */
+ZKL__HIDDEN void zkl__wake_defer(void);
+ZKL__HIDDEN void zkl__wake(pthread_cond_t *cv, atomic_int *pin);
+ZKL__HIDDEN void zkl__wake_flush(void);
+ZKL__HIDDEN void zkl__wake_settle(atomic_int *pin);
+
 /* Registry of live handles, so that double destroy is detected instead of
  * touching freed memory. */
 ZKL__HIDDEN int zkl__handle_add(const void *h);

@@ -158,6 +158,7 @@ struct zkl__acq {
   zkl__went_t claim;
   uint64_t evseq;        /* the path watcher's last event that saw us */
   pthread_cond_t cv;
+  atomic_int cv_pin;       /* deferred wakes of cv not made yet (wake.c) */
   zkl__acq_t *prev, *next; /* client's list of acquisitions */
 };
 
@@ -347,6 +348,7 @@ struct zkl__rel {
   int done, rc;
   void (*then)(zkl__rel_t *rel, int zrc); /* after the node is dealt with */
   pthread_cond_t *cv;    /* a blocking face's, or NULL: done_fn */
+  atomic_int cv_pin;     /* deferred wakes of cv not made yet (wake.c) */
   void (*done_fn)(int rc, void *ctx);
   void *done_ctx;
   zkl__rel_t *next;      /* on c->rels while pending */

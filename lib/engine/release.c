@@ -358,7 +358,7 @@ static void rel_init(zkl__rel_t *rel, zkl__acq_t *a, int judge,
 static void node_removed(zkl__rel_t *rel, int zrc) {
   rel->rc = zrc;
   rel->done = 1;
-  pthread_cond_broadcast(rel->cv);
+  zkl__wake(rel->cv, &rel->cv_pin);
 }
 
 int zkl__remove_node(zkl__acq_t *a, int judge) {
@@ -368,6 +368,7 @@ int zkl__remove_node(zkl__acq_t *a, int judge) {
   rel.then = node_removed;
   remove_begin(&rel);
   rel_wait(&rel);
+  zkl__wake_settle(&rel.cv_pin);
   pthread_cond_destroy(&cv);
   return rel.rc;
 }
@@ -385,7 +386,7 @@ static void release_end(zkl__rel_t *rel, int rc) {
   rel->rc = rc;
   rel->done = 1;
   if (rel->cv)
-    pthread_cond_broadcast(rel->cv);
+    zkl__wake(rel->cv, &rel->cv_pin);
   else
     rel->done_fn(rc, rel->done_ctx); /* may free rel */
 }
@@ -416,6 +417,7 @@ int zkl__queue_release(zkl__queue_t *q, zkl__acq_t *a, int judge) {
   release_begin(&rel);
   rel_wait(&rel);
   pthread_mutex_unlock(&c->mu);
+  zkl__wake_settle(&rel.cv_pin);
   pthread_cond_destroy(&cv);
   return rel.rc;
 }

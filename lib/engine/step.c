@@ -79,7 +79,7 @@ void zkl__advance(zkl__acq_t *a) {
   }
   if (!r->done_fn) {
     /* the waiting thread sleeps until the end, or a parked step's time */
-    pthread_cond_broadcast(&a->cv);
+    zkl__wake(&a->cv, &a->cv_pin);
   } else if (r->done && !r->ended) {
     /* Settled on the event thread: here, a watcher or a completion may
      * be walking the acquisitions, and a must outlive its walk. */
@@ -216,6 +216,7 @@ void zkl__acq_free(zkl_client_t *c, zkl__acq_t *a) {
   zkl__session_put(c, a->sess);
   zkl__went_del(c, &a->own_went);
   free(a->path);
+  zkl__wake_settle(&a->cv_pin);
   pthread_cond_destroy(&a->cv);
   free(a);
 }

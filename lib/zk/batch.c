@@ -335,6 +335,7 @@ static void on_multi(int rc, const void *data) {
     batch_free(q);
   pthread_mutex_unlock(&s->bmu);
   zkl__batch_done(s);
+  zkl__wake_defer(); /* the waiters this wakes: once c->mu is let go */
   pthread_mutex_lock(&c->mu);
   for (op = done; op; op = next) {
     next = op->next;
@@ -346,6 +347,7 @@ static void on_multi(int rc, const void *data) {
     op_answered(op, op->forced ? op->forced : rc);
   }
   pthread_mutex_unlock(&c->mu);
+  zkl__wake_flush();
   batch_free(b);
 }
 
@@ -493,6 +495,7 @@ static void refused_batch(zkl__session_t *s, batch_t *b, int rc) {
     op_answered(op, op->forced ? op->forced : rc);
   }
   pthread_mutex_unlock(&c->mu);
+  zkl__wake_flush();
   batch_free(b);
 }
 
