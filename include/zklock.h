@@ -38,9 +38,11 @@
  *
  * ERRORS
  *   Every fallible function returns int: ZKL_OK (0) on success, a negative
- *   zkl_error_t, or a ZooKeeper error code (ZCONNECTIONLOSS, ZNOAUTH, ...)
- *   passed through unchanged. The two ranges never overlap. zkl_strerror()
- *   and zkl_err_name() describe any of them. Codes are never renumbered.
+ *   zkl_error_t (below -1000), or a ZooKeeper error code (ZCONNECTIONLOSS,
+ *   ZNOAUTH, ...) passed through unchanged, which this header names
+ *   ZKL_ZCONNECTIONLOSS, ZKL_ZNOAUTH, ... (zkl_zk_error_t): no need for
+ *   zookeeper.h. The two ranges never overlap. zkl_strerror() and
+ *   zkl_err_name() describe any of them. Codes are never renumbered.
  *
  * MEMORY
  *   Strings and buffers passed in are copied. Anything returned that the
@@ -110,6 +112,38 @@ typedef enum zkl_error {
   ZKL_ERRNO_MAP(ZKL__ERR_ENUM)
 #undef ZKL__ERR_ENUM
 } zkl_error_t;
+
+/*
+ * ZooKeeper's own codes, which zklock passes through unchanged, under names
+ * of ours: ZKL_ZNOAUTH is ZooKeeper's ZNOAUTH (-102), and so on, so that a
+ * program can test `rc == ZKL_ZNOAUTH` without including zookeeper.h. The
+ * library checks when it is built that each equals zookeeper.h's value.
+ * Those a lock, election or guarded write can return are among the first
+ * lines: connection trouble (ZKL_ZCONNECTIONLOSS, ZKL_ZOPERATIONTIMEOUT,
+ * ZKL_ZSESSIONEXPIRED, ZKL_ZSESSIONMOVED, ZKL_ZCLOSING), and what the
+ * ensemble refused (ZKL_ZNOAUTH: an ACL; ZKL_ZNONODE: a node, such as a
+ * connect string's chroot, does not exist; ZKL_ZNODEEXISTS, ZKL_ZBADVERSION,
+ * ZKL_ZNOTEMPTY: a guarded write's op, see zkl_op_t.rc).
+ */
+#define ZKL_ZK_ERRNO_MAP(XX)                                                   \
+  XX(ZCONNECTIONLOSS, -4) XX(ZOPERATIONTIMEOUT, -7) XX(ZSESSIONEXPIRED, -112)  \
+  XX(ZSESSIONMOVED, -118) XX(ZCLOSING, -116) XX(ZNOAUTH, -102)                 \
+  XX(ZNONODE, -101) XX(ZNODEEXISTS, -110) XX(ZBADVERSION, -103)                \
+  XX(ZNOTEMPTY, -111) XX(ZNOCHILDRENFOREPHEMERALS, -108) XX(ZINVALIDACL, -114) \
+  XX(ZAUTHFAILED, -115) XX(ZNOTREADONLY, -119) XX(ZTHROTTLEDOP, -127)          \
+  XX(ZRUNTIMEINCONSISTENCY, -2) XX(ZSYSTEMERROR, -1)                           \
+  XX(ZDATAINCONSISTENCY, -3) XX(ZMARSHALLINGERROR, -5)                         \
+  XX(ZUNIMPLEMENTED, -6) XX(ZBADARGUMENTS, -8) XX(ZINVALIDSTATE, -9)           \
+  XX(ZNEWCONFIGNOQUORUM, -13) XX(ZRECONFIGINPROGRESS, -14)                     \
+  XX(ZSSLCONNECTIONERROR, -15) XX(ZAPIERROR, -100) XX(ZINVALIDCALLBACK, -113)  \
+  XX(ZNOTHING, -117) XX(ZEPHEMERALONLOCALSESSION, -120) XX(ZNOWATCHER, -121)   \
+  XX(ZRECONFIGDISABLED, -123) XX(ZSESSIONCLOSEDREQUIRESASLAUTH, -124)
+
+typedef enum zkl_zk_error {
+#define ZKL__ZK_ENUM(name, code) ZKL_##name = (code),
+  ZKL_ZK_ERRNO_MAP(ZKL__ZK_ENUM)
+#undef ZKL__ZK_ENUM
+} zkl_zk_error_t;
 
 /*
  * Static English text for any code returned by zklock, including ZooKeeper's

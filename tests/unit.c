@@ -363,6 +363,16 @@ static void test_errors(void) {
   CHECK_STR(zkl_err_name(ZCONNECTIONLOSS), "ZCONNECTIONLOSS");
   CHECK_STR(zkl_err_name(ZNONODE), "ZNONODE");
   CHECK_STR(zkl_err_name(12345), "ZKL_UNKNOWN");
+  /* the header's names of ZooKeeper's codes: its values (the library's
+   * build checks them too), and each named as zookeeper.h names it */
+  CHECK_INT((int)ZKL_ZNOAUTH, ==, (int)ZNOAUTH);
+  CHECK_INT((int)ZKL_ZCONNECTIONLOSS, ==, -4);
+#define UNIT_ZK_NAME(name, code)                                               \
+  CHECK_INT((int)ZKL_##name, ==, (int)name);                                   \
+  CHECK_STR(zkl_err_name(ZKL_##name), #name);                                  \
+  CHECK_STR(zkl_strerror(ZKL_##name), zerror(name));
+  ZKL_ZK_ERRNO_MAP(UNIT_ZK_NAME)
+#undef UNIT_ZK_NAME
   CHECK_STR(zkl_strerror(ZKL_ELOST),
             "lock was lost (session expired or lock node deleted)");
   CHECK_STR(zkl_strerror(ZNONODE), zerror(ZNONODE));
