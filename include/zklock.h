@@ -47,6 +47,10 @@
  * MEMORY
  *   Strings and buffers passed in are copied. Anything returned that the
  *   caller owns is freed with the one function its documentation names.
+ *   A call that hands out an object through a pointer (*out of the create
+ *   functions, a lease, a hold, a listing) sets that pointer to NULL
+ *   whenever it fails, so destroying or freeing it then is harmless (every
+ *   destroy and free function takes NULL).
  *
  * TIME
  *   Deadlines are absolute, in milliseconds of CLOCK_MONOTONIC as returned by

@@ -203,9 +203,10 @@ int zkl_client_create(zkl_client_t **out, const char *hosts,
                       const zkl_client_options_t *opts) {
   zkl_client_t *c;
   int rc;
+  if (out) /* NULL whatever the failure, as the header promises */
+    *out = NULL;
   if (!out || !hosts || !hosts[0])
     return ZKL_EINVAL;
-  *out = NULL;
   if (!options_valid(opts))
     return ZKL_EINVAL;
   zkl__fork_watch();
