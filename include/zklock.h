@@ -861,6 +861,37 @@ ZKL_EXTERN int zkl_sweep(zkl_client_t *client, const char *root,
 /* Free what zkl_mutex_queue() returned. NULL is a no-op. */
 ZKL_EXTERN void zkl_contenders_free(zkl_contender_t *list, size_t count);
 
+/* One child of a root, as zkl_locks_list() returns it. */
+typedef struct zkl_lock_info {
+  char *name;                  /* the child's name: the lock's NAME */
+  zkl_contender_t *contenders; /* its queue, as zkl_mutex_queue() lists
+                                  it; NULL when count is 0 */
+  size_t count;                /* entries in contenders */
+} zkl_lock_info_t;
+
+/*
+ * List every child of `root` (NULL = "/locks"), sorted by name, each with
+ * its queue as zkl_mutex_queue() would list it: who holds, who waits,
+ * what was planted. Any kind of queue counts (a lock, read-write lock,
+ * semaphore, flat lock, or with root "/election" an election); a child
+ * with no contenders (a lock's parent that nobody uses right now, or a
+ * node that is no lock) has count 0, and the caller decides whether to
+ * show it. *out receives an array of *count entries (NULL and 0 when root
+ * has no children or does not exist); free it with zkl_locks_free(). A
+ * sync goes first, then one zkl_mutex_queue()-like listing per child, in
+ * turn (about a round trip per child, and one read per contender): meant
+ * for tools and operators, not for a hot path. On failure *out is NULL
+ * and *count 0. Returns ZKL_OK, ZKL_EINVAL (NULL or dead client, NULL
+ * out or count, bad root), ZKL_ENOMEM, ZKL_EFORKED, ZKL_ESYSTEM, a
+ * ZooKeeper code. Thread-safe.
+ */
+ZKL_EXTERN int zkl_locks_list(zkl_client_t *client, const char *root,
+                              zkl_lock_info_t **out, size_t *count);
+
+/* Free what zkl_locks_list() returned, contenders included. NULL is a
+ * no-op. */
+ZKL_EXTERN void zkl_locks_free(zkl_lock_info_t *list, size_t count);
+
 /* ------------------------------------------------------------------------ */
 /* Read-write lock                                                           */
 /* ------------------------------------------------------------------------ */

@@ -292,6 +292,21 @@ int zkl_sweep(zkl_client_t *c, const char *root, int64_t older_than_ms,
   return rc;
 }
 
+int zkl_locks_list(zkl_client_t *c, const char *root, zkl_lock_info_t **out,
+                   size_t *count) {
+  if (out) /* NULL whatever the failure, as the header promises */
+    *out = NULL;
+  if (count)
+    *count = 0;
+  if (!root)
+    root = "/locks";
+  if (!c || !out || !count || !zkl__handle_live(c) || !zkl__valid_root(root))
+    return ZKL_EINVAL;
+  if (zkl__forked(c->fork_gen))
+    return ZKL_EFORKED;
+  return zkl__root_list(c, root, out, count);
+}
+
 int zkl_client_wait_connected(zkl_client_t *c, int64_t deadline_ms) {
   int64_t until = zkl__deadline_in(deadline_ms); /* -1: none */
   int rc = ZKL_OK;
