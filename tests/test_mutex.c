@@ -951,6 +951,16 @@ static void test_log_hook(void) {
   zkl_mutex_destroy(mo);
   zkl_client_destroy(c);
   zkl_client_destroy(other);
+  /* a session timeout the ensemble clamps (every ensemble has a maximum,
+   * 20 ticks by default; 3600000 ms is past any usual one) is told */
+  c = NULL;
+  o.log_level = ZKL_LOG_WARN;
+  o.session_timeout_ms = 3600000;
+  CHECK_RC(zkl_client_create(&c, servers, &o), ZKL_OK);
+  WAIT_FOR(log_has(&b, "not the 3600000 ms asked"), 3000);
+  CHECK(log_has(&b, "not the 3600000 ms asked"));
+  CHECK_INT(zkl_client_session_timeout(c), <, 3600000);
+  zkl_client_destroy(c);
 }
 
 int main(void) {
