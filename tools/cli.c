@@ -327,6 +327,10 @@ void cli_set_cancel(void (*cancel)(void *), void *arg) {
 }
 
 int cli_signals_start(void) {
+  /* a reader that went away (zklock NAME | head -1, --list | head) must
+   * not kill us while we hold: a write says EPIPE instead. COMMAND gets
+   * the default back (child()). */
+  signal(SIGPIPE, SIG_IGN);
   if (pipe2(wake, O_CLOEXEC) != 0)
     return -1;
   sigemptyset(&handled);

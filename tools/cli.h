@@ -125,8 +125,9 @@ int cli_command_after(int argc, char **argv, int name_at,
  * Call first, before anything (the ZooKeeper client) opens more. */
 int cli_fds_record(void);
 
-/* Blocks SIGINT, SIGTERM, SIGHUP and SIGCHLD in every thread and starts a
- * thread that receives them. Call before creating the client: threads
+/* Ignores SIGPIPE (COMMAND gets the default back), blocks SIGINT,
+ * SIGTERM, SIGHUP and SIGCHLD in every thread and starts a thread that
+ * receives them. Call before creating the client: threads
  * created later (the ZooKeeper client's) inherit the blocked mask, so no
  * signal can reach one of them with its default action. */
 int cli_signals_start(void);

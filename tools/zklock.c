@@ -1,6 +1,7 @@
 /* zklock(1): run a command while holding a distributed lock, like flock(1)
  * but across machines. See man/zklock.1. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -513,8 +514,14 @@ static int hold_locked(zkl_client_t *c, struct lock *k, int64_t granted) {
       cli_put_escaped(node, strlen(node));
     }
     putchar('\n');
-    fflush(stdout); /* a reader of the pipe learns it now */
-    code = cli_hold();
+    /* a reader of the pipe learns it now; one that went away never will,
+     * and holding for nobody would only keep others out */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+      cli_error("cannot write the token (%s): releasing", strerror(errno));
+      code = CLI_EXIT_SOFTWARE;
+    } else {
+      code = cli_hold();
+    }
   }
   rc = unlock(k);
   if (rc != ZKL_OK && code == 0) {
