@@ -1022,11 +1022,15 @@ ZKL_EXTERN int zkl_rwlock_wrunlock(zkl_rwlock_t *rw);
 /*
  * Turn the calling thread's write hold (of depth 1) into a read hold,
  * atomically for every other contender: our node keeps its place in the
- * queue and its token, and only its data gains "mode=read" (one
- * conditional write). Writers queued behind us keep waiting; readers whose
+ * queue and its token. Writers queued behind us keep waiting; readers whose
  * only conflict was our node are let in; readers queued behind a later
  * writer are not. The same as zkl_rwlock_rdlock() then
- * zkl_rwlock_wrunlock(). If the write cannot reach the ensemble, the node
+ * zkl_rwlock_wrunlock(). Returns ZKL_OK; ZKL_ENOTOWNER (no write hold);
+ * ZKL_EBUSY (write held more than once: release the inner levels first);
+ * ZKL_ELOST (the hold was lost, and is cleared); ZKL_ENOMEM.
+ *
+ * Notes: only the node's data changes: it gains "mode=read" (one
+ * conditional write). If the write cannot reach the ensemble, the node
  * stays exclusive until released: we hold read all the same, and readers
  * wait longer. Curator's readers wait for our node until it is released
  * whatever its data (they know nothing of the mark). Readers trust the
@@ -1034,9 +1038,6 @@ ZKL_EXTERN int zkl_rwlock_wrunlock(zkl_rwlock_t *rw);
  * allows it; ZKL_ACL_CREATOR does not) lets them in, and that writer's
  * hold then ends as LOST at once (zkl_mutex_options_t's
  * ZKL_MUTEX_NO_NODE_WATCH says when it learns of it), its node deleted.
- * Returns ZKL_OK; ZKL_ENOTOWNER (no write hold); ZKL_EBUSY (write held
- * more than once: release the inner levels first); ZKL_ELOST (the hold was
- * lost, and is cleared); ZKL_ENOMEM.
  */
 ZKL_EXTERN int zkl_rwlock_downgrade(zkl_rwlock_t *rw);
 
