@@ -461,7 +461,8 @@ def main():
             if f != g[0]:
                 files[f + ".3"] = ".so man3/%s.3\n" % g[0]
     names = sorted(files)
-    am = ["# Made by scripts/man3.py from include/zklock.h: the API's man",
+    am = ["# SPDX-License-Identifier: Apache-2.0",
+          "# Made by scripts/man3.py from include/zklock.h: the API's man",
           "# pages, one per group of functions, and a .so link for each other",
           "# function (zklock.3 is written by hand).",
           "ZKL_MAN3 = \\"]
