@@ -60,8 +60,11 @@
  *     any other value  the time to give up at, with ZKL_ETIMEDOUT. One
  *                      already past, any negative value included, waits
  *                      for nothing: an acquire still takes a lock it finds
- *                      free at its first look (zkl_mutex_timedlock()), and
- *                      a wait for a state (connected, leading) looks once.
+ *                      free at its first look (zkl_mutex_timedlock()), on
+ *                      any key (new, used before, or under a parent made
+ *                      by someone else); an election's wait waits for its
+ *                      campaign's first look (zkl_election_wait()); and
+ *                      a wait for the connection looks once.
  */
 #ifndef ZKLOCK_H
 #define ZKLOCK_H
@@ -378,7 +381,9 @@ enum {
   ZKL_STATS_REQ_SYNC = 6,         /* sync */
   ZKL_STATS_REQ_MULTI = 7,        /* a transaction sent as one request (a
                                      guarded write's, a multi-lock's join) */
-  ZKL_STATS_REQ_KINDS = 12        /* the array's bound: 8..11 are free */
+  ZKL_STATS_REQ_CHECK = 8,        /* check, inside a transaction: a
+                                     release's guard (since 1.1) */
+  ZKL_STATS_REQ_KINDS = 12        /* the array's bound: 9..11 are free */
 };
 
 /* Buckets of a histogram: bucket 0 counts the values 0 and 1, bucket i
@@ -565,11 +570,15 @@ enum {
   ZKL_MUTEX_KAZOO = 1 << 1,
   /* A flat lock, for many keys each rarely contended: no queue, the lock
    * is one ephemeral node, <root>/<name> itself, and whoever creates it
-   * holds (as Redis's SET NX). Uncontended it costs a create, and at
-   * unlock a read and a delete, and leaves no directory per key. Its
-   * data is our usual header plus a "guid=" line naming the acquisition
-   * that made it; the token is its czxid, as for any hold. The whole
-   * mutex API works as documented, with these differences:
+   * holds (as Redis's SET NX). Uncontended it costs one transaction to
+   * lock (the create, and a setData that writes its data) and one to
+   * unlock, no read, and leaves no directory per key. Its data is our
+   * usual header plus a "guid=" line naming the acquisition that made it;
+   * the token is its czxid, as for any hold. Its ACL gives every right to
+   * this client's own identity alone (a secret digest identity each
+   * client makes and gives each of its sessions) and read to all, also
+   * with ZKL_ACL_CREATOR. The whole mutex API works as documented, with
+   * these differences:
    * - NOT FIFO: a waiter reads the node with a watch and, when that watch
    *   fires (the holder released, or its session ended), creates the node
    *   again; whichever create comes first holds, and the others wait
@@ -592,12 +601,18 @@ enum {
    *   someone else. Deletes that must wait for a connection check the
    *   node's owner and czxid (or guid) before they go, so a node another
    *   acquisition of this process made since is never deleted.
-   * - The final unlock reads the node *before* its delete, not in the
-   *   same round trip (two round trips): the name is everybody's, and a
-   *   node someone made there after ours was deleted behind our back is
-   *   theirs. Unlock then returns ZKL_ELOST and leaves it alone (only a
-   *   delete of ours and a create landing between our read and our
-   *   delete, a few milliseconds, could still take it).
+   * - The final unlock is one transaction, a setData of the node at the
+   *   data version its create gave it (1), which only our identity may
+   *   write, and its delete: the name is everybody's, and a node someone
+   *   made there after ours was deleted behind our back is theirs. Any
+   *   other client's (zklock's at version 1 too, but with its own
+   *   identity; anyone's plain create, at version 0) fails that guard,
+   *   and unlock returns ZKL_ELOST and leaves the node alone. What no
+   *   guard can tell is a node made there with our identity: two
+   *   acquisitions of one client never make or hold the node at once (a
+   *   second waits in the process, sending nothing, as behind a local
+   *   mutex; a try says ZKL_EBUSY); or by someone who deliberately copies
+   *   both our version and an ACL open to our writes.
    * - The parent <root> is made as for a queue lock (a container, on
    *   first use) and never deleted by this object.
    * - zkl_mutex_queue() shows a held flat lock as one entry (seq 0).
@@ -738,15 +753,27 @@ ZKL_EXTERN int zkl_mutex_timedlock(zkl_mutex_t *mutex, int64_t deadline_ms);
  * ZKL_OK from the last level means the hold was still ours when unlock was
  * called: our node was there, with our creation zxid and our session as its
  * owner. A node deleted (or deleted and re-created by another client) gives
- * ZKL_ELOST: unlock reads the node's identity in the same round trip as its
- * delete, so any such change our ZooKeeper server has applied when it
- * answers is judged (one it has not applied yet, committed in that very
- * instant through another server, is not: a sync would be needed, a round
- * trip to the leader on every unlock). A node another client deleted and
- * re-created under our name (a name only we may use) before we heard of it
- * is deleted by that round trip, which also reports the loss (as does a
- * delete that landed while the read went unanswered: nothing vouches for
- * what it deleted); a node already known not to be ours is never deleted. If
+ * ZKL_ELOST. How unlock knows depends on what tells our node apart:
+ * - A node made at data version 1 (a flat lock's; a queue's first node in
+ *   a parent made with it, as on a key never used before): the delete
+ *   goes in one transaction with a guard at the version we know (a check;
+ *   a flat lock's a setData only our identity may write), and no read.
+ *   A node made again at our name by a plain create (version 0) fails it,
+ *   and so does any node made again by another zklock client at a flat
+ *   lock's name: ZKL_ELOST, and that node is left alone. Data written on
+ *   our node by someone else moves its version: unlock then reads the
+ *   node, and deletes it, guarded at the version read, only if it is ours
+ *   and written to only by revokers (anything else is ZKL_ELOST).
+ * - Any other node (a queue's, in a parent used before): unlock reads the
+ *   node's identity in the same round trip as its delete, so any such
+ *   change our ZooKeeper server has applied when it answers is judged (one
+ *   it has not applied yet, committed in that very instant through another
+ *   server, is not: a sync would be needed, a round trip to the leader on
+ *   every unlock). A node another client deleted and re-created under our
+ *   name (a name only we may use) before we heard of it is deleted by that
+ *   round trip, which also reports the loss (as does a delete that landed
+ *   while the read went unanswered: nothing vouches for what it deleted).
+ * A node already known not to be ours is never deleted. If
  * the delete fails for want of a connection, unlock waits for the session's
  * fate: reconnected (ZKL_OK), expired, or still disconnected after about a
  * third of the session timeout (ZKL_ELOST). So a process stopped past its
@@ -1080,26 +1107,29 @@ ZKL_EXTERN int zkl_rwlock_node_path(const zkl_rwlock_t *rw, char *buf,
  * reconnected, found by its guid if its create's reply was lost), or with
  * the session when the process dies.
  *
- * Every member must agree on N, and no write to any node can override
- * that. Each lease's name carries its N, and names cannot be rewritten: a
- * member refuses (ZKL_EMISMATCH from every acquire, no node left) while
- * any live lease before its own carries another N. It looks at its first
- * listing, which comes with its create, and at every later one: of two
- * members that disagree, the later always sees the earlier's lease, so
- * leases of two different N are never granted together: a holder's
- * agreement cannot break under it, so its state does not change (but see
- * older versions below). With no such lease live, the semaphore's directory
- * (a container node, gone once the last lease is) speaks: it says
- * "max=N", written by the first member to make it, and a member created
- * with another N is refused. Anyone allowed to write the directory can
- * rewrite its data: that changes nothing while leases of the old N live
- * (members of the old N still get in, others are refused), and makes the
- * new N the semaphore's once every lease of the old N is gone (members of
- * the old N are refused from then on). Leases of older zklock versions
- * carry no N in their names: they are judged by the directory alone, as
- * those versions did, so a rewritten directory can still over-admit while
- * they take part. A lock (zkl_mutex_t, zkl_rwlock_t) on the same name
- * excludes every lease and is excluded by them.
+ * Every member must agree on N, and one rule, the same for every member,
+ * says which N: the semaphore's directory (a container node, gone once the
+ * last lease is) carries "max=N", written by the member that made it (on
+ * a directory made without data, by the first member whose conditional
+ * write of it lands), and a member created with another N is refused:
+ * ZKL_EMISMATCH from every acquire, no node left. Each member judges the
+ * directory as it was once its own node was made, so of members of two N
+ * racing on a fresh name exactly one N is admitted, whichever made the
+ * directory, and the other is refused, again on every retry while the
+ * directory says so. Leases of two N are never granted together, and no
+ * write to any node can override that: each lease's name carries its N,
+ * names cannot be rewritten, and a lease waits behind a lease of another N
+ * before it as behind a lock (a refused member's node, until its delete
+ * lands a round trip later; a holder of the old N after a rewrite). Anyone
+ * allowed to write the directory can rewrite its data: holders keep their
+ * leases (nothing breaks under them), members of the old N are refused
+ * from then on, and members of the new N wait until every lease of the
+ * old N before theirs is gone. Leases of older zklock versions carry no N
+ * in their names: they count as leases of every N and are judged by the
+ * directory alone, as those versions did, so a rewritten directory can
+ * still over-admit while they take part. A lock (zkl_mutex_t,
+ * zkl_rwlock_t) on the same name excludes every lease and is excluded by
+ * them.
  *
  * Leases belong to no thread: any thread may release one, once. The token
  * of a lease (the czxid of its node) grows with the order of grants; it
@@ -1137,7 +1167,7 @@ ZKL_EXTERN int zkl_semaphore_create(zkl_semaphore_t **out,
 
 /*
  * Take one lease: blocking, trying (ZKL_EBUSY when all N are held or
- * waited for), or until deadline_ms (ZKL_ETIMEDOUT; see TIME, and
+ * waited for, or a lease of another N is in the way), or until deadline_ms (ZKL_ETIMEDOUT; see TIME, and
  * zkl_mutex_timedlock() for a deadline already past or ZKL_NO_DEADLINE,
  * which makes it zkl_semaphore_acquire()). *lease is set on
  * ZKL_OK (release it with zkl_lease_release()), NULL on any failure.
@@ -1145,7 +1175,8 @@ ZKL_EXTERN int zkl_semaphore_create(zkl_semaphore_t **out,
  * one round trip: the create and the listing, and on an object's first
  * acquire a read of the directory's max=N in the same round trip; once
  * the directory was made anew or its data rewritten (the listing tells),
- * one more round trip reads it again.
+ * or the listing was lost with the connection, one more round trip reads
+ * it again.
  * Other codes: ZKL_EMISMATCH (see above), ZKL_ECANCELED, ZKL_ECLOSED,
  * ZKL_EREVOKED, ZKL_EAUTH, ZKL_EFORKED, ZKL_EINVAL, a ZooKeeper code. On
  * any error no node of ours is left.
@@ -1367,9 +1398,12 @@ ZKL_EXTERN int zkl_election_join(zkl_election_t *e);
 
 /*
  * Wait until this candidate leads, or until deadline_ms (see TIME:
- * ZKL_NO_DEADLINE waits for ever; one already past, negative included,
- * returns at once, ZKL_ETIMEDOUT unless the campaign is over). Joins
- * first if not campaigning, and a timeout leaves the campaign running.
+ * ZKL_NO_DEADLINE waits for ever). Joins first if not campaigning, and a
+ * timeout leaves the campaign running. Whatever the deadline, a campaign's
+ * first look at the election's queue is waited for (about a round trip,
+ * as an acquire's is): a candidate that finds nobody ahead leads, and
+ * ZKL_OK comes even with a deadline already past (0, or negative); one
+ * that finds a leader returns ZKL_ETIMEDOUT then, still campaigning.
  * Returns ZKL_OK (leader), ZKL_ETIMEDOUT (still campaigning), ZKL_ELOST
  * (the candidacy ended: lost or resigned), ZKL_EINVAL, or the error that
  * ended the campaign (ZKL_EREVOKED: another client deleted our node;

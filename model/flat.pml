@@ -1,16 +1,22 @@
 /* flat.pml: the flat lock (ZKL_MUTEX_FLAT): lib/engine/flat.c's create,
  * read and wait, lib/zk/batch.c's with_set (the create's transaction
- * carries a setData of the node, whose stat gives the czxid, the token),
- * and lib/engine/release.c's on_flat_read (the unlock reads the node and
- * deletes it only if it is still ours), checked with spin.
+ * carries a setData of the node, whose stat gives the czxid, the token,
+ * and leaves the node at data version 1), the node's ACL (every right to
+ * the client's own identity alone, lib/base/digest.c), the claim a client
+ * keeps on the name while an acquisition of its makes or holds the node
+ * (acq.c zkl__claim_take), and lib/engine/release.c's guarded release
+ * (one transaction: a setData of the node at version 1, which needs the
+ * identity's write right, then its delete; no read), checked with spin.
  * model/README.md ("The flat lock") says what is modelled and what is
  * left out; scripts/model.sh runs the checks.
  *
- * One name K, one ephemeral node or none. Two clients C0, C1 (sessions 1
- * and 2, or both 1 with SHARED: two acquisitions of one process) each
- * lock and unlock CYCLES times. A create that finds K reads it with a
- * watch and waits for the watch, then creates again. A co-tenant (the
- * rogue, session 3, same ACL) may delete K, create it, or replace it.
+ * One name K, one ephemeral node or none. Two clients C0, C1 (sessions and
+ * identities 1 and 2, or both 1 with SHARED: two acquisitions of one
+ * process, which then take turns at the claim) each lock and unlock
+ * CYCLES times. A create that finds K reads it with a watch and waits for
+ * the watch, then creates again. A co-tenant (the rogue, session 3, with
+ * no identity of ours: its creates are plain, at version 0, and open to
+ * all writers) may delete K, create it, or replace it.
  * Each step below is one request applied at the server with its reply
  * heard at once, unless the reply is lost (LOSTREPLY).
  *
@@ -18,14 +24,16 @@
  *   CYCLES     lock/unlock cycles per client                        [2]
  *   ROGUE      the rogue's deletes, creates and replaces of K       [0]
  *   LOSTREPLY  creates whose reply is lost (applied or not)         [0]
- *   SHARED     both clients on one session
- *   RWINDOW    the rogue may also act between an unlock's read and
- *              its delete (the window zklock.h documents)
+ *   SHARED     both clients on one session (one identity)
  *   LIVE       the liveness claim instead of the end-state check (run
  *              pan with -a -f; a rogue's own node goes in the end, its
  *              session ending, so ROGUE may stay)
  * Guards removed (model/README.md, "The flat lock"):
- *   BUG_BLIND_UNLOCK   the unlock deletes K without judging the read
+ *   BUG_BLIND_UNLOCK   the unlock deletes K with no guard
+ *   BUG_GUARD_ANY_ACL  the guard's setData passes whoever made K (the
+ *                      node open to all writers, as a plain create's)
+ *   BUG_GUARD_ANY_VERSION  the guard's setData at any version (-1)
+ *   BUG_NO_CLAIM       two acquisitions of one client at once (SHARED)
  *   BUG_ADOPT_OWNER    after a lost reply, K adopted on its owner alone
  *   BUG_ADOPT_ANY      after a lost reply, K adopted whoever made it
  *   BUG_TOKEN_LATER    the token read by a later getData, not taken from
@@ -51,6 +59,12 @@
 #define SID(c) ((c) + 1)
 #endif
 #define RSID 3   /* the rogue's session */
+#define OPEN 9   /* kacl: a plain create's ACL, every right to everyone */
+#ifdef SHARED
+#define IDENT(c) 1
+#else
+#define IDENT(c) ((c) + 1)
+#endif
 #define RBY 2    /* kby: made by the rogue */
 #define RGUID 99 /* the guid in the rogue's data */
 
@@ -61,6 +75,10 @@ byte kown;       /* its ephemeralOwner */
 byte kcz;        /* its czxid */
 byte kguid;      /* the guid line in its data */
 byte kby;        /* who made it (not seen by anyone: for the asserts) */
+byte kver;       /* its data version */
+byte kacl;       /* the identity its ACL gives the write right, or OPEN */
+byte claim;      /* SHARED: the client (c + 1) whose acquisition makes or
+                  * holds K; 0: none */
 bool kw[2];      /* client c's watch on K, set at the server */
 bool kfired[2];  /* it fired: the event waits in c's session */
 
@@ -70,7 +88,6 @@ bool kfired[2];  /* it fired: the event waits in c's session */
 #define S_WAIT 2   /* step_wait_eval, parked */
 #define S_TOKEN 3  /* BUG_TOKEN_LATER: created, token not yet read */
 #define S_HOLD 4   /* held: the critical section */
-#define S_DELETE 5 /* the unlock read K as ours; the delete is on its way */
 #define S_DONE 6
 byte st[2];
 bool held[2];    /* c believes it holds */
@@ -90,8 +107,9 @@ inline k_deleted(by) {
   if :: by != 1 && held[1] && kcz == tok[1] -> stolen[1] = 1 :: else fi
 }
 
-inline k_made(sid, g, by) {
-  zxid++; kex = 1; kown = sid; kcz = zxid; kguid = g; kby = by
+inline k_made(sid, g, by, v, acl) {
+  zxid++; kex = 1; kown = sid; kcz = zxid; kguid = g; kby = by; kver = v;
+  kacl = acl
 }
 
 /* A hold begins with token x. Exclusion is checked here only: it can
@@ -114,6 +132,7 @@ inline begin_hold(x) {
 inline end_cycle() {
   held[c] = 0;
   stolen[c] = 0;
+  if :: claim == c + 1 -> claim = 0 :: else fi;
   cyc++;
   guid++; /* zkl__guid(): a new acquisition, a new guid */
   if :: cyc < CYCLES -> st[c] = S_CREATE :: else -> st[c] = S_DONE; fin++ fi
@@ -130,14 +149,33 @@ inline end_cycle() {
 #define MINE (kown == SID(c) && kguid == guid)
 #endif
 
+/* The guard: K's version is the one our create gave (1), and its ACL
+ * gives our identity the write right (its own, or everyone's) */
+#if defined(BUG_BLIND_UNLOCK)
+#define GUARD (1)
+#elif defined(BUG_GUARD_ANY_ACL)
+#define GUARD (kver == 1)
+#elif defined(BUG_GUARD_ANY_VERSION)
+#define GUARD (kacl == IDENT(c) || kacl == OPEN)
+#else
+#define GUARD (kver == 1 && (kacl == IDENT(c) || kacl == OPEN))
+#endif
+
+/* SHARED: the other acquisition of this client has no claim on K */
+#if defined(SHARED) && !defined(BUG_NO_CLAIM)
+#define FREE_CLAIM(c) (claim == 0 || claim == (c) + 1)
+#else
+#define FREE_CLAIM(c) (1)
+#endif
+
 proctype client(byte c) {
   byte cyc;
   byte guid = 10 * (c + 1);
   bool judged; /* the unlock said OK */
   do
-  :: atomic { st[c] == S_CREATE ->
+  :: atomic { st[c] == S_CREATE && FREE_CLAIM(c) -> claim = c + 1;
        if
-       :: !kex -> k_made(SID(c), guid, c);
+       :: !kex -> k_made(SID(c), guid, c, 1, IDENT(c));
           printf("MSC: C%d creates K (czxid %d)\n", c, kcz);
           if
 #if LOSTREPLY > 0
@@ -180,25 +218,16 @@ proctype client(byte c) {
        fi }
   /* step_wait_eval: the watch fired (K deleted): create again */
   :: atomic { st[c] == S_WAIT && kfired[c] -> kfired[c] = 0; st[c] = S_CREATE }
-  /* the unlock: send_delete's read, judged by on_flat_read */
+  /* the unlock: send_guarded()'s transaction, [setData(K, version 1),
+   * delete(K)], all or nothing. ZNONODE (gone), ZNOAUTH (someone else's
+   * identity made it) or ZBADVERSION (a plain create's, at 0): LOST, and
+   * K is left alone (release.c reads it after a ZBADVERSION, and finds
+   * it not ours: the same) */
   :: atomic { st[c] == S_HOLD ->
-#ifdef BUG_BLIND_UNLOCK
-       st[c] = S_DELETE
-#else
+       judged = kex && GUARD;
+       printf("MSC: C%d unlock's guarded delete: %d\n", c, judged);
        if
-       :: kex && kown == SID(c) && kcz == tok[c] -> st[c] = S_DELETE;
-          printf("MSC: C%d unlock reads K: ours\n", c)
-       :: else -> printf("MSC: C%d unlock reads K: not ours, LOST\n", c);
-          end_cycle()
-       fi
-#endif
-     }
-  /* on_flat_read's delete (version -1), sent once the read is answered */
-  :: atomic { st[c] == S_DELETE ->
-       judged = kex; /* ZOK, or ZNONODE: LOST */
-       printf("MSC: C%d unlock deletes K: %d\n", c, judged);
-       if
-       :: kex -> assert((kby == c && kcz == tok[c])); k_deleted(c)
+       :: judged -> assert((kby == c && kcz == tok[c])); k_deleted(c)
        :: else
        fi;
        assert(!judged || !stolen[c]);
@@ -210,20 +239,17 @@ proctype client(byte c) {
 
 #if ROGUE > 0
 byte rogue_left = ROGUE;
-#ifdef RWINDOW
-#define CALM 1
-#else
-#define CALM (st[0] != S_DELETE && st[1] != S_DELETE)
-#endif
 proctype rogue() {
 end:
   do
-  :: atomic { rogue_left > 0 && kex && CALM -> rogue_left--; k_deleted(RBY);
+  :: atomic { rogue_left > 0 && kex -> rogue_left--; k_deleted(RBY);
        printf("MSC: rogue deletes K\n") }
-  :: atomic { rogue_left > 0 && !kex -> rogue_left--; k_made(RSID, RGUID, RBY);
+  :: atomic { rogue_left > 0 && !kex -> rogue_left--;
+       k_made(RSID, RGUID, RBY, 0, OPEN);
        printf("MSC: rogue creates K (czxid %d)\n", kcz) }
-  :: atomic { rogue_left > 0 && kex && CALM -> rogue_left--; k_deleted(RBY);
-       k_made(RSID, RGUID, RBY); printf("MSC: rogue replaces K (czxid %d)\n", kcz) }
+  :: atomic { rogue_left > 0 && kex -> rogue_left--; k_deleted(RBY);
+       k_made(RSID, RGUID, RBY, 0, OPEN);
+       printf("MSC: rogue replaces K (czxid %d)\n", kcz) }
   /* its session ends, or it unlocks: its own node goes (unbounded) */
   :: atomic { kex && kby == RBY -> k_deleted(RBY); printf("MSC: rogue's K goes\n") }
   od

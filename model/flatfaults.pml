@@ -1,6 +1,8 @@
 /* flatfaults.pml: the flat lock (ZKL_MUTEX_FLAT: lib/engine/flat.c, the flat
- * unlock of lib/engine/release.c, the deferred deletes of
- * lib/zk/deferred.c, the create's stat of lib/zk/batch.c's with_set),
+ * unlock of lib/engine/release.c (its guarded delete), the deferred
+ * deletes of lib/zk/deferred.c, the create's stat and version of
+ * lib/zk/batch.c's with_set, the client's own identity and the claim of
+ * lib/engine/acq.c),
  * checked with spin under lost answers, expiry, cancels and shared
  * sessions (flat.pml checks it against a co-tenant). model/README.md
  * ("The flat lock under faults") says what is modelled and what is left
@@ -10,7 +12,11 @@
  * czxid, its ephemeralOwner (a session, 0 if persistent) and the guid its
  * data carries. N lock objects, each on a client of its own (SHARED:
  * objects 0 and 1 on one client, so one session), lock and unlock CYCLES
- * times. A request is applied and its answer handled in one step: the
+ * times; objects of one client share its identity (digest.c), and one
+ * of them at a time has the claim on the name (zkl__claim_take). A node
+ * an object makes is at data version 1 with its client's ACL (every
+ * right to that identity alone). A request is applied and its answer
+ * handled in one step: the
  * handling reads only the answer, and what it sends next goes in a later
  * step, so anything can happen between a reply and the next request. A
  * data watch is one-shot and fires when the node is deleted; its event is
@@ -18,7 +24,8 @@
  * (an event comes before the answer of any later request of its session,
  * and nobody waits for it then). A hostile session deletes the node, or
  * deletes it and makes it again at once with the same data (our guid
- * too), ephemeral on its own session or persistent.
+ * too), ephemeral on its own session or persistent, with a plain create:
+ * at version 0, open to every writer.
  *
  * Properties:
  *   excl     where a hold begins, no other object holds (in its critical
@@ -51,8 +58,9 @@
  *   LIVE     the liveness claim instead of the end-state checks
  *   PROGRESS a progress label where a hold begins (pan -l)
  * Guards removed (model/README.md, "The flat lock under faults"):
- *   BUG_PIPELINED_UNLOCK  the unlock's read and delete sent together: the
- *                    delete goes whatever the read finds
+ *   BUG_GUARD_ANY_ACL     the unlock's guard passes whoever made the node
+ *   BUG_GUARD_ANY_VERSION the unlock's guard at any version
+ *   BUG_NO_CLAIM     objects of one client acquire the name at once
  *   BUG_ADOPT_ANY    read_found() adopts a node our session owns, whatever
  *                    guid its data carries
  *   BUG_TOKEN_OTHER  a create's token from an exists after its transaction
@@ -85,6 +93,13 @@
 #endif
 
 #define HS 15         /* the hostile session; clients' are 1..14 */
+#define OPEN 9        /* nacl: a plain create's ACL, open to all writers */
+/* the identity of object i's client (SHARED: objects 0 and 1 share one) */
+#ifdef SHARED
+#define IDENT(i) ((i) == 1 -> 1 : (i) + 1)
+#else
+#define IDENT(i) ((i) + 1)
+#endif
 #define ZX 16         /* czxids 1..15; 0: no node */
 #define PD 2          /* deferred deletes per object (c->pdel) */
 /* a guid per acquisition (flat_top makes one per zkl__acq_t); 0 is the
@@ -113,8 +128,8 @@
 #define P_READ 3      /* step_read, step_read_done, read_found */
 #define P_WAIT 4      /* wait_begin .. step_wait_eval */
 #define P_HELD 5      /* a hold begins (the progress label) */
-#define P_CS 6        /* the critical section, then the unlock's read */
-#define P_DEL 7       /* on_flat_read's delete */
+#define P_CS 6        /* the critical section, then the unlock's guarded
+                       * delete */
 
 #define S_NONE 0
 #define S_HELD 1
@@ -125,6 +140,10 @@ byte zxid;            /* the last czxid given */
 byte nz;              /* the node's czxid; 0: no node */
 byte nown;            /* its ephemeralOwner: a session, 0 if persistent */
 byte ng;              /* the guid its data carries */
+byte nv;              /* its data version */
+byte nacl;            /* the identity its ACL gives the write right, or OPEN */
+byte claim[N];        /* per identity: the object (i + 1) with the claim */
+bool done[N];         /* object i has made all its acquisitions */
 bool salive[16];
 bool hdel[ZX];        /* the node made at z was deleted by the hostile, or by
                        * a delete the hostile let through (foreign) */
@@ -158,7 +177,7 @@ inline fate(w) {
 
 /* The node goes: every watch on it fires. */
 inline node_gone() {
-  nz = 0; nown = 0; ng = 0;
+  nz = 0; nown = 0; ng = 0; nv = 0; nacl = 0;
   k = 0;
   do
   :: k < N -> if :: wt[k] -> wt[k] = 0; ev[k] = 1 :: else fi; k++
@@ -169,6 +188,7 @@ inline node_gone() {
 inline zk_create(x, gd) {
   if
   :: nz == 0 -> zxid++; assert(zxid < ZX); nz = zxid; nown = x; ng = gd; rc = ZOK;
+     nv = 1; nacl = IDENT(i);
      printf("MSC: %d creates %d\n", i, nz)
   :: else -> rc = ZEXISTS
   fi
@@ -227,7 +247,11 @@ inline hold(z) {
 /* flat_top on a new session: what we made died with the old one */
 inline restart() { s = cs[i]; unsure = 0; pc[i] = P_CREATE }
 
-inline next_cycle() { acq[i] = 0; unsure = 0; cyc++; pc[i] = P_START }
+inline drop_claim() {
+  if :: claim[IDENT(i) - 1] == i + 1 -> claim[IDENT(i) - 1] = 0 :: else fi
+}
+
+inline next_cycle() { acq[i] = 0; unsure = 0; cyc++; pc[i] = P_START; drop_claim() }
 
 /* flat_end(): a create whose fate is unknown is left to the deferred
  * deletes, by owner and guid */
@@ -249,14 +273,32 @@ inline unlock_end() {
 #define OURS (nown == s && ng == g)
 #endif
 
+/* The release's guard: the version our create gave, and the write right
+ * for our identity (the node's own ACL, or an open one) */
+#if defined(BUG_GUARD_ANY_ACL)
+#define GUARD (nv == 1)
+#elif defined(BUG_GUARD_ANY_VERSION)
+#define GUARD (nacl == IDENT(i) || nacl == OPEN)
+#else
+#define GUARD (nv == 1 && (nacl == IDENT(i) || nacl == OPEN))
+#endif
+
+/* Another object of this client has the claim on the name */
+#ifdef BUG_NO_CLAIM
+#define FREE_CLAIM (1)
+#else
+#define FREE_CLAIM (claim[IDENT(i) - 1] == 0 || claim[IDENT(i) - 1] == i + 1)
+#endif
+
 proctype user(byte i) {
   byte g, s, rc, res, f, k, j, cyc;
   bool unsure, judged, hit, rd;
 end:
   do
-  :: atomic { pc[i] == P_START && cyc < CYCLES ->
+  :: atomic { pc[i] == P_START && cyc < CYCLES && FREE_CLAIM ->
+       claim[IDENT(i) - 1] = i + 1;
        g = GUID(i, cyc); s = cs[i]; acq[i] = 1; pc[i] = P_CREATE }
-  :: atomic { pc[i] == P_START && cyc == CYCLES -> fin++; break }
+  :: atomic { pc[i] == P_START && cyc == CYCLES -> fin++; done[i] = 1; break }
   :: atomic { pc[i] == P_CREATE ->
        /* step_create: ephemeral, its data with our guid= line. Alone,
         * its answer has the node's stat; in a group-commit transaction a
@@ -334,51 +376,31 @@ progress:
      pc[i] = P_CS
 #endif
   :: atomic { pc[i] == P_CS ->
-       /* zkl_mutex_unlock(): a LOST hold sends nothing; else the read
-        * alone first (send_delete's flat branch) */
+       /* zkl_mutex_unlock(): a LOST hold sends nothing; else the guarded
+        * delete (send_guarded), one transaction: [setData at version 1,
+        * which our identity alone may write, delete]. ZNONODE, ZNOAUTH,
+        * ZBADVERSION: LOST, nothing deleted (after a ZBADVERSION the read
+        * finds the node not ours, the same). A lost answer: deferred,
+        * and the session's verdict. */
        incs[i] = 0;
        hit = hdel[tok[i]];
        judged = 1;
        if
-       :: st[i] == S_LOST -> res = ELOST; unlock_end()
-       :: st[i] != S_LOST ->
+       :: st[i] == S_LOST -> res = ELOST
+       :: st[i] != S_LOST && !salive[s] -> res = ELOST
+       :: st[i] != S_LOST && salive[s] ->
           ev[i] = 0;
-          fate(0);
-          rd = f == 0 && nz == tok[i] && nown == s;
-#ifdef BUG_PIPELINED_UNLOCK
-          /* the delete right behind the read, whatever it finds */
-          if :: f == 0 -> zk_delete(tok[i], rd) :: else fi;
+          fate(1);
+          rd = nz != 0 && GUARD;
+          if :: f != 2 && rd -> zk_delete(tok[i], 0) :: else fi;
           if
-          :: f == 2 -> defer(s, tok[i], 0); judged = 0; res = OK
+          :: f != 0 -> defer(s, tok[i], 0); judged = 0;
+             res = (salive[s] -> OK : ELOST)
           :: f == 0 -> res = (rd -> OK : ELOST)
-          fi;
-          unlock_end()
-#else
-          if
-          :: rd -> pc[i] = P_DEL  /* on_flat_read: ours, delete */
-          :: f == 0 && !rd -> res = ELOST; unlock_end()
-          :: f == 2 -> /* answered(): deferred, the session's verdict */
-             defer(s, tok[i], 0); judged = 0;
-             res = (salive[s] -> OK : ELOST); unlock_end()
-          fi
-#endif
-       fi;
-       f = 0; rd = 0 }
-  :: atomic { pc[i] == P_DEL ->
-       fate(1);
-       if
-       :: !salive[s] -> res = ELOST  /* ZSESSIONEXPIRED: a loss */
-       :: salive[s] && f == 2 ->
-          defer(s, tok[i], 0); judged = 0; res = OK
-       :: salive[s] && f != 2 ->
-          zk_delete(tok[i], 1);
-          if
-          :: f == 1 -> defer(s, tok[i], 0); judged = 0; res = OK
-          :: f == 0 -> res = (rc == ZOK -> OK : ELOST)
           fi
        fi;
        unlock_end();
-       f = 0; rc = 0 }
+       f = 0; rd = 0; rc = 0 }
   od
 }
 
@@ -435,7 +457,13 @@ inline expire(x) {
      if
      :: cs[j] == x ->
         cs[j] = x + 3; salive[x + 3] = 1; wt[j] = 0;
-        if :: st[j] == S_HELD -> st[j] = S_LOST :: else fi
+        /* LOST (acq.c lose()): never released with a delete, its claim
+         * is let go */
+        if
+        :: st[j] == S_HELD -> st[j] = S_LOST;
+           if :: claim[IDENT(j) - 1] == j + 1 -> claim[IDENT(j) - 1] = 0 :: else fi
+        :: else
+        fi
      :: else
      fi;
      j++
@@ -455,7 +483,7 @@ end:
   :: atomic { nrog < ROGUE && nz != 0 ->
        nrog++; hdel[nz] = 1; gd = ng;
        node_gone();
-       zxid++; assert(zxid < ZX); nz = zxid; ng = gd;
+       zxid++; assert(zxid < ZX); nz = zxid; ng = gd; nv = 0; nacl = OPEN;
        if :: nown = HS :: nown = 0 fi;
        printf("MSC: the hostile re-creates it as %d (owner %d)\n", nz, nown);
        gd = 0 }
@@ -484,7 +512,15 @@ active proctype quiet() {
   byte k, w;
   timeout ->
   do
-  :: k < N -> if :: pc[k] == P_WAIT -> w++ :: else fi; k++
+  :: k < N ->
+     if
+     :: pc[k] == P_WAIT -> w++
+     /* waits for the claim of an object of its client that waits */
+     :: pc[k] == P_START && !done[k] && claim[IDENT(k) - 1] != 0 &&
+        claim[IDENT(k) - 1] != k + 1 && pc[claim[IDENT(k) - 1] - 1] == P_WAIT -> w++
+     :: else
+     fi;
+     k++
   :: else -> break
   od;
   assert(fin == N - w && (w == 0 || nown == HS));

@@ -1,5 +1,5 @@
 /* semaphore.pml: the counting semaphore (lib/recipes/semaphore.c over the
- * queue engine: lib/base/policy.c decide_lease and zkl__lease_disagrees,
+ * queue engine: lib/base/policy.c decide_lease and our_lease,
  * lib/engine/acquire.c position, step_wait_eval, step_read_done, wait_end,
  * lib/engine/recover.c zkl__step_agree, lib/engine/run.c settle,
  * lib/engine/release.c zkl__relay and zkl__queue_release), checked with
@@ -25,6 +25,13 @@
  *   reaper  (REAP) the server deleting the directory, a container, once
  *           it is empty; whoever joins next makes it with its own max=N
  *
+ * Which N gets in (issue 34): the directory's max=N, as each member reads
+ * it once its node is made; a lease of another N before ours is in our
+ * way as a lock is (we wait behind it), never a reason to refuse. Without
+ * a rogue, checked at every grant (the member's N is the directory's) and
+ * at every refusal (it is not): exactly one N is admitted, every member of
+ * it in the end (nothing stuck), and every member of another N refused.
+ *
  * Bounds (spin -DNAME=VALUE):
  *   M         members (ids 0..M-1, M <= 4)                            [3]
  *   L0..L3    each member's N                                         [2]
@@ -36,6 +43,9 @@
  *             (the create's reply came)
  *   ROGUE     rewrites of the directory's data                        [0]
  *   REAP      deletions of the empty directory                        [0]
+ *   BARE      the directory there from the start, with no data (an
+ *             operator's, or another recipe's): the first conditional
+ *             write of a max=N decides                                [off]
  *   LIVE      the liveness claim instead of the end-state checks
  *             (run pan with -a -f); with STAY, holders that may keep
  *             their lease for ever
@@ -58,7 +68,24 @@
  *                     (the object agreed with it before) and lost its
  *                     listing takes the unsent read for a directory
  *                     without data; the fix reads it first
+ *   BUG_REFUSE_LEASE  the code before issue 34's fix: a member refuses
+ *                     while a live lease before its own carries another
+ *                     N, and one whose N the directory does not say joins
+ *                     if live leases before it carry its N (BUG_SUPPORT)
+ *   BUG_SUPPORT       that second half alone: a refused member's lease,
+ *                     not deleted yet, lets in the next of its N
+ *   BUG_STALE_DIR     the code before issue 34's fix: a join whose
+ *                     listing was lost judges the read sent before its
+ *                     create (of an earlier incarnation, maybe)
+ *   BUG_POLL_NO_OTHERS the code before issue 34's fix: a waiter behind a
+ *                     node of another kind never polls, even when its
+ *                     nearest node is a lease of its N (whose mark may be
+ *                     lost)
  */
+
+#ifdef BUG_REFUSE_LEASE
+#define BUG_SUPPORT
+#endif
 
 #ifndef M
 #define M 3
@@ -114,6 +141,7 @@ byte dirN;         /* its data, "max=N"; 0: no data */
 byte dstamp;       /* its (czxid, data version) */
 byte dver;         /* its data version */
 byte dst;          /* the stamps handed out */
+bool ruled;        /* issue 34's rule, checked (see RULED) */
 
 /* the members */
 byte LIM[M];       /* each one's N */
@@ -134,6 +162,15 @@ byte listlost = LISTLOST;
 /* member p waits with fewer than its N leases before it */
 #define FREE(p) (inq[p] && mine[p] != 0 && (qs[0] == mine[p] || \
                  (LIM[p] > 1 && qs[1] == mine[p]) || (LIM[p] > 2 && qs[2] == mine[p])))
+
+/* The rule holds while nobody but members writes the directory: its N
+ * then never changes in one incarnation (made with a max=N, or without
+ * data and given one once). BUG_NO_DIR agrees with any directory. */
+#if ROGUE == 0 && !defined(BUG_NO_DIR)
+#define RULED(c) ruled = (c); assert(ruled); ruled = 0
+#else
+#define RULED(c) skip
+#endif
 
 #ifdef BUG_NO_NAME_N
 #define NAMEN(p) 0
@@ -176,6 +213,7 @@ inline remove(s) {
 #define S_HELD 8    /* in the critical section */
 #define S_JOIN 9    /* joining again in the same run (ZKL__RETRY) */
 #define S_RELIST 10 /* step_list_start: a listing after the join's was lost */
+#define S_BEHIND 11 /* waiting behind a node of another N, which only goes */
 
 /* position(): what a listing says, judged when it is taken */
 #define P_HOLD 1
@@ -183,11 +221,15 @@ inline remove(s) {
 #define P_LATER 3
 #define P_REFUSE 4
 #define P_GONE 5
+#define P_BEHIND 6
 
-/* position() with zkl__lease_disagrees() and zkl__decide() ->
- * decide_lease(), and leases_agree() on the same listing: every node is
- * a lease; the first waiter (exactly N before it) watches them all, a
- * later one its predecessor */
+/* position() with zkl__decide() -> decide_lease() (and, for the mutants,
+ * the code before issue 34: zkl__lease_disagrees() and leases_agree() on
+ * the same listing): every node is a lease; one of another N before ours
+ * is in our way as a lock is: we watch the nearest node and list again
+ * when it goes or is marked, polling only if that is a lease of our N;
+ * else the first waiter (exactly N before it) watches them all, a later
+ * one its predecessor */
 inline look(p) {
   i = 0;
   do
@@ -212,7 +254,17 @@ inline look(p) {
      behind = qs[i + 1] != 0; /* zkl__any_after() */
      w0 = 0; w1 = 0; w2 = 0; pred = 0;
      if
+#ifdef BUG_REFUSE_LEASE
      :: dis -> plan = P_REFUSE
+#elif defined(BUG_POLL_NO_OTHERS)
+     :: dis -> plan = P_BEHIND; pred = qs[i - 1]
+#else
+     :: dis -> pred = qs[i - 1];
+        if
+        :: qn[i - 1] == 0 || qn[i - 1] == LIM[p] -> plan = P_LATER
+        :: else -> plan = P_BEHIND
+        fi
+#endif
      :: !dis && i < LIM[p] -> plan = P_HOLD
 #ifdef BUG_WATCH_NEAREST
      :: !dis && i == LIM[p] -> plan = P_FIRST; w0 = qs[i - 1]
@@ -251,6 +303,7 @@ inline grant(p) {
   /* never more holders than the smallest N among them; never two
    * holders of different N (zklock.h: "never granted together") */
   assert(lholders <= lmin && lmax == lmin);
+  RULED(dirN == LIM[p]); /* the directory's N, and only it, gets in */
   k = 0; lholders = 0; lmin = 0; lmax = 0;
   /* zkl__relay(), when due: setData "state=held" at version 0, not
    * waited for (the release's delete comes after it on the same
@@ -277,9 +330,9 @@ inline drop(p) {
 
 /* a refusal (ZKL_EMISMATCH): settle() deletes the node */
 #ifdef BUG_KEEP_REFUSED
-#define REFUSE(p) printf("MSC: %d refused, keeps %d\n", p, mine[p]); mine[p] = 0; inq[p] = 0; c++; st = S_IDLE
+#define REFUSE(p) printf("MSC: %d refused, keeps %d\n", p, mine[p]); RULED(dirN != LIM[p]); mine[p] = 0; inq[p] = 0; c++; st = S_IDLE
 #else
-#define REFUSE(p) printf("MSC: %d refused\n", p); drop(p)
+#define REFUSE(p) printf("MSC: %d refused\n", p); RULED(dirN != LIM[p]); drop(p)
 #endif
 
 /* what a listing's plan leads to; `fresh`: the listing came with our
@@ -293,6 +346,8 @@ inline act(p) {
      printf("MSC: %d waits first, behind %d %d %d\n", p, w0, w1, w2)
   :: plan == P_LATER -> st = S_LATER; waited = 1;
      printf("MSC: %d waits behind %d\n", p, pred)
+  :: plan == P_BEHIND -> st = S_BEHIND; waited = 1;
+     printf("MSC: %d waits behind %d, a lease of another N before it: no poll\n", p, pred)
   :: plan == P_REFUSE -> REFUSE(p)
   :: plan == P_GONE -> st = S_JOIN /* not without an expiry, which restarts us */
   fi;
@@ -317,7 +372,9 @@ inline agree(p) {
   :: gdN != 0 && gdN != LIM[p] ->
      cS = 0;
      if
+#ifdef BUG_SUPPORT
      :: la -> gdN = 0; gdS = 0; gdV = 0; agreed(p) /* the live leases before ours say our N */
+#endif
      :: else -> printf("MSC: %d: the directory says max=%d\n", p, gdN); gdN = 0; gdS = 0; gdV = 0; la = 0; plan = 0; have = 0; REFUSE(p)
      fi
   :: gdN == 0 -> st = S_SET /* no data: ours, by a conditional write */
@@ -360,7 +417,7 @@ end:
   :: atomic { st == S_LIST0 ->
        look(p); lsS = dstamp; have = 1;
        if
-       :: listlost > 0 -> listlost--; have = 0; la = 0; /* leases_agree() needs a listing */
+       :: listlost > 0 -> listlost--; have = 0; la = 0; /* (BUG_SUPPORT) leases_agree() needs a listing */
           printf("MSC: %d's listing is lost\n", p)
        :: true
        fi;
@@ -373,10 +430,14 @@ end:
        :: have && !(cS != 0 && lsS == cS) && gdS == lsS -> agree(p)
 #ifdef BUG_UNREAD_DIR
        :: !have -> agree(p) /* r->gd as it is: read, or never sent */
-#else
+#elif defined(BUG_STALE_DIR)
        /* step_join(): r->gd unsent is marked unread, and read here */
        :: !have && gdS == 0 -> st = S_REREAD
        :: !have && gdS != 0 -> agree(p)
+#else
+       /* zkl__joined(): with no listing to tell whether the read sent
+        * before our create still holds, read the directory again */
+       :: !have -> st = S_REREAD
 #endif
        fi;
        lsS = 0
@@ -415,10 +476,13 @@ end:
   /* or after ZKL__POLL_MS (p->poll): a relay may have been lost */
   :: atomic { st == S_LATER -> printf("MSC: %d polls\n", p); look(p); act(p) }
 #endif
+  /* behind a node of another N: its deletion, or its mark (its watch, or
+   * the read that set it), and no poll */
+  :: atomic { st == S_BEHIND && (GONE(pred) || MARKED(pred)) -> look(p); act(p) }
   /* step_list() after the join's listing was lost */
   :: atomic { st == S_RELIST -> look(p); act(p) }
   /* a cancel or a deadline ends a wait */
-  :: d_step { (st == S_FIRST || st == S_LATER) && giveups > 0 ->
+  :: d_step { (st == S_FIRST || st == S_LATER || st == S_BEHIND) && giveups > 0 ->
        giveups--; printf("MSC: %d gives up\n", p); drop(p) }
   /* zkl_lease_release() -> zkl__queue_release(): a LOST hold's node is
    * gone already; else it is deleted */
@@ -477,6 +541,9 @@ init {
   byte p;
   atomic {
     assert(M <= QS);
+#ifdef BARE
+    dexists = 1; dst = 1; dstamp = 1;
+#endif
     LIM[0] = L0;
 #if M > 1
     LIM[1] = L1;

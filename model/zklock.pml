@@ -134,6 +134,7 @@
 #define ZCONNLOSS 2   /* ZCONNECTIONLOSS, ZOPERATIONTIMEOUT, ZSESSIONMOVED */
 #define ZSESS 3       /* ZSESSIONEXPIRED, ZINVALIDSTATE */
 #define ZNOMEM 4      /* ZKL_ENOMEM from on_create: created, name not kept */
+#define ZBADV 5       /* ZBADVERSION: a guard's check at the wrong version */
 /* what an acquisition returns, and run()'s internal outcomes */
 #define OK 0
 #define ECANCELED 10  /* ZKL_ECANCELED or ZKL_ETIMEDOUT */
@@ -175,7 +176,7 @@
 
 mtype = { EV_DEL, EV_CHG, EV_DISC, EV_CONN, EV_EXP,
           R_CREATE, R_LIST, R_RLIST, R_SYNC, R_EXISTS, R_GETPRED, R_GETOWN,
-          R_DELETE, R_PDDEL, R_PDLIST, R_PDSTAT };
+          R_DELETE, R_PDDEL, R_PDLIST, R_PDSTAT, R_GDEL };
 
 /* ---- the server ----------------------------------------------------------- */
 byte cnt = 1;            /* the parent's sequence counter */
@@ -198,6 +199,9 @@ byte nslots = 0;
 bit  nalive[K];
 byte nname[K];
 byte nown[K];            /* ephemeralOwner */
+bit  nver[K];            /* its data version: 1 for a node made with its
+                          * parent (batch.c: a first born's setData, with
+                          * LEAN0), 0 for any plain create (the hostile's) */
 bit  nrogue[K];          /* deleted by the hostile session */
 bit  salive[NS];         /* sessions not expired */
 bit  conn[N];            /* client i's session has a connection */
@@ -325,6 +329,7 @@ inline delete_slot(d) {
 inline new_slot(n, owner) {
   assert(nslots < K);
   nalive[nslots] = 1;
+  nver[nslots] = 0;
   nname[nslots] = n;
   nown[nslots] = owner;
   if :: owner != 0 -> nlive++ :: else fi;
@@ -399,6 +404,10 @@ inline zk_create(g, x) {
   assert(cnt < 16);
   jslot = nslots;
   new_slot(NAME(g, cnt), x);
+#ifdef LEAN0
+  /* the first node its parent ever had: made with it, marked at 1 */
+  if :: FIRST_BORN(NAME(g, cnt)) -> nver[jslot] = 1 :: else fi;
+#endif
   cnt++;
   r2 = jslot
 }
@@ -500,6 +509,26 @@ inline zk_delete(n, x, meant) {
   :: t == NONE -> r1 = ZNONODE
   :: else ->
      assert(nown[t] == x || (meant != NONE && nrogue[meant]));
+     delete_slot(t)
+  fi
+}
+
+/* The release's guarded delete (release.c send_guarded): one
+ * transaction, check(n, version 1) then delete(n). Only our own node is
+ * at version 1 at our name (the hostile's creates are plain), so what it
+ * deletes is ours: no exception for a node put there meanwhile. */
+#ifdef BUG_GUARD_ANY_VERSION
+#define GUARD_OK(t) (1)
+#else
+#define GUARD_OK(t) (nver[t] == 1)
+#endif
+inline zk_gdelete(n, x) {
+  lookup(n, t);
+  if
+  :: t == NONE -> r1 = ZNONODE
+  :: t != NONE && !GUARD_OK(t) -> r1 = ZBADV
+  :: else ->
+     assert(nown[t] == x);
      delete_slot(t)
   fi
 }
@@ -728,6 +757,7 @@ inline handle() {
   :: mk == R_EXISTS -> st_rc[i] = m1; st_slot[i] = m2; left[i]--
   :: mk == R_GETPRED -> gd_rc[i] = m1; gd_slot[i] = m2; left[i]--
   :: mk == R_DELETE -> del_rc[i] = m1; left[i]--
+  :: mk == R_GDEL -> del_rc[i] = m1; left[i]--
   :: mk == R_GETOWN -> on_verified()
   /* replies to the event thread's deferred deletes: m2 = which */
   :: mk == R_PDDEL ->
@@ -882,6 +912,7 @@ end_client:
           :: mk == R_GETPRED -> zk_stat(m1, 1)
           :: mk == R_GETOWN -> zk_stat(m1, 1); r3 = m3; r4 = m2
           :: mk == R_DELETE -> zk_delete(m1, m3, m2)
+          :: mk == R_GDEL -> zk_gdelete(m1, m3)
           :: mk == R_PDDEL -> zk_delete(m1, m3, pd_meant[i * PD + m2]); r2 = m2
           fi;
           put(mk, r1, r2, r3, r4)
@@ -965,6 +996,7 @@ inline drop_node() {
 inline adopt(x, n) {
   apath = nname[n];
   aczx = n + 1;
+  aver = nver[n];  /* the version its create's answer showed */
   asess = x;
   printf("MSC: %d adopts %d\n", i, apath)
 }
@@ -1251,6 +1283,20 @@ inline remove_node(jd) {
         ljd = jd; lean = 0;
         if :: ljd && own_watch == OWN_OK -> ljd = 0; lean = 1 :: else fi;
 #endif
+        /* a node at version 1 goes in one transaction with its guard, and
+         * no read; a guard that found another version (ZBADVERSION: not
+         * our node) sends the read and the delete instead */
+        guarded = JD && aver;
+        if
+        :: guarded ->
+           atomic { left[i] = 1; pre(s, 1); if :: APPLIED -> zk_gdelete(apath, s) :: else fi; post(R_GDEL, s, aczx - 1, apath) }
+           wait_calls();
+           res = del_rc[i];
+           if :: res == ZBADV -> guarded = 0 :: else fi
+        :: else
+        fi;
+        if
+        :: !guarded ->
         atomic {
           left[i] = 1 + JD;
           if
@@ -1260,14 +1306,16 @@ inline remove_node(jd) {
         }
         atomic { pre(s, 1); if :: APPLIED -> zk_delete(apath, s, aczx - 1) :: else fi; post(R_DELETE, s, aczx - 1, apath) }
         wait_calls();
-        res = del_rc[i];
+        res = del_rc[i]
+        :: else
+        fi;
         /* a delete that landed vouches only with a read just before it
          * that found our node */
         if
 #ifdef BUG_F1
-        :: res == ZOK && JD && st_rc[i] == ZOK && !OWNS_ON(st_slot[i], s) -> res = ZNONODE
+        :: res == ZOK && JD && !guarded && st_rc[i] == ZOK && !OWNS_ON(st_slot[i], s) -> res = ZNONODE
 #else
-        :: res == ZOK && JD && !(st_rc[i] == ZOK && OWNS_ON(st_slot[i], s)) -> res = ZNONODE
+        :: res == ZOK && JD && !guarded && !(st_rc[i] == ZOK && OWNS_ON(st_slot[i], s)) -> res = ZNONODE
 #endif
         :: else
         fi;
@@ -1413,7 +1461,7 @@ inline queue_release() {
 proctype user(byte i) {
   byte rc, res, pred, s, ep, ep2, cycle, natt, lrc, lpos, lpred;
   byte k, j, t, u, r1, r2, r3, r4, fate, jslot;    /* scratch */
-  bit have_list, fresh, sole, judged, hit;
+  bit have_list, fresh, sole, judged, hit, aver, guarded;
 #ifdef BUG_LEAN_UNLOCK
   bit ljd, lean;
 #endif

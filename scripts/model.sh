@@ -47,7 +47,7 @@ kind_re() {
   unlock) echo 'assertion violated.*judged' ;;       # unlock said OK for a node not ours
   orphan) echo 'assertion violated.*(salive\[nown|!\(left\))' ;; # a node left behind
   stuck) echo 'assertion violated \(+fin==' ;;        # nothing can move, someone not done
-  foreign) echo 'assertion violated \(\((nown\[t\]|kby==c|nz==)' ;; # a delete of a node not ours (flatfaults: not the one meant)
+  foreign) echo 'assertion violated \(+(nown\[t\]|kby==c|nz==)' ;; # a delete of a node not ours (flatfaults: not the one meant)
   fencing) echo 'assertion violated \(hdel\[tok\[i\]\]' ;; # flatfaults: a hold's token not its node's czxid, or not above the last
   cycle) echo 'acceptance cycle' ;;                  # an acquisition that never ends
   nonprogress) echo 'non-progress cycle' ;;          # nobody ever holds again (livelock)
@@ -55,6 +55,7 @@ kind_re() {
   commit) echo 'assertion violated \(wshared' ;;     # an exclusive write committed beside a reader
   told) echo 'assertion violated.*ovl' ;;            # a hold beside a reader ended OK
   overwrite) echo 'assertion violated \(+dirN==0' ;;  # a semaphore directory's max=N overwritten
+  rule) echo 'assertion violated ruled' ;;            # a semaphore: a member of another N than the directory's admitted, or one of its N refused
   fenced) echo 'assertion violated \( *!\(forced\)' ;; # a revoked holder's guarded write committed
   revline) echo 'assertion violated \(+ndata&asked' ;; # a revoker's line gone from the holder's data
   token) echo 'assertion violated \(+(ncrA|ctok|tok\[c\]>lasttok)' ;; # two creates in one directory in one transaction; a token not the node's czxid; flat: a token not above the last
@@ -128,6 +129,7 @@ lean0-hostile|none|-DLEAN0 -DCONN=0 -DGIVEUP=0 -DROGUE=2|$SAFE|-DSAFETY
 lean0-curator-peer|none|-DLEAN0 -DPEER -DCONN=0 -DGIVEUP=1|$SAFE|-DSAFETY
 mutant-lean0-any|excl|-DLEAN0 -DBUG_LEAN_ANY -DCONN=0 -DGIVEUP=0|$SAFE|-DSAFETY
 mutant-lean0-peer|excl|-DLEAN0 -DBUG_LEAN_ANY -DPEER -DCONN=0 -DGIVEUP=0|$SAFE|-DSAFETY
+mutant-lean0-guard-any-version|foreign+unlock|-DLEAN0 -DBUG_GUARD_ANY_VERSION -DCONN=0 -DGIVEUP=0 -DROGUE=1 -DRPLANT=0 -DRDELETE=0|$SAFE|-DSAFETY
 mutant-lean-unlock|unlock|-DBUG_LEAN_UNLOCK -DCONN=0 -DGIVEUP=0 -DROGUE=1 -DRPLANT=0 -DRDELETE=0|$SAFE|-DSAFETY
 ml-nested|none|-DMULTIS=1 -DNESTED=2 -DMCYCLES=2 -DNCYCLES=2 -DGIVEUP=1 -DROGUE=1|$SAFE|-DSAFETY|$ML
 ml-two-sets|none|-DMULTIS=2 -DNESTED=2 -DMCYCLES=2 -DNCYCLES=2 -DGIVEUP=1|$SAFE|-DSAFETY|$ML
@@ -155,7 +157,14 @@ mutant-semaphore-no-poll|cycle|-DBUG_NO_POLL -DLIVE -DM=4 -DSTAY=1 -DLOSTMARK=1|
 mutant-semaphore-no-delete|orphan|-DBUG_NO_DELETE -DM=2|$SAFE|-DSAFETY|$SEM
 mutant-semaphore-keep-refused|orphan|-DBUG_KEEP_REFUSED -DM=2 -DL1=3|$SAFE|-DSAFETY|$SEM
 semaphore-list-lost|none|-DLISTLOST=1 -DM=2 -DL1=3 -DCYCLES=2 -DREAP=1|$SAFE|-DSAFETY|$SEM
-mutant-semaphore-unread-dir|overwrite|-DBUG_UNREAD_DIR -DLISTLOST=1 -DM=2 -DL1=3 -DCYCLES=2 -DREAP=1|$SAFE|-DSAFETY|$SEM
+mutant-semaphore-unread-dir|overwrite+rule|-DBUG_UNREAD_DIR -DLISTLOST=1 -DM=2 -DL1=3 -DCYCLES=2 -DREAP=1|$SAFE|-DSAFETY|$SEM
+semaphore-race|none|-DM=4 -DL1=3 -DL3=3 -DGIVEUP=1 -DLOSTMARK=1|$SAFE|-DSAFETY|$SEM
+semaphore-race-bare|none|-DBARE -DM=3 -DL1=3 -DCYCLES=2 -DLISTLOST=1|$SAFE|-DSAFETY|$SEM
+semaphore-race-liveness|none|-DLIVE -DM=4 -DL1=3 -DSTAY=1 -DLOSTMARK=1|$LIVE|-DNFAIR=3|$SEM
+mutant-semaphore-refuse-lease|rule|-DBUG_REFUSE_LEASE -DM=2 -DL1=3|$SAFE|-DSAFETY|$SEM
+mutant-semaphore-support|rule|-DBUG_SUPPORT -DM=3 -DL1=3 -DL2=3|$SAFE|-DSAFETY|$SEM
+mutant-semaphore-stale-dir|rule|-DBUG_STALE_DIR -DLISTLOST=1 -DM=2 -DL1=3 -DCYCLES=2 -DREAP=1|$SAFE|-DSAFETY|$SEM
+mutant-semaphore-poll-no-others|cycle|-DBUG_POLL_NO_OTHERS -DLIVE -DM=4 -DL1=3 -DSTAY=1 -DLOSTMARK=1|$LIVE|-DNFAIR=3|$SEM
 revoke-relay|none|-DGW=2 -DGC=1 -DREVOKERS=2 -DOWNW=1|$SAFE|-DSAFETY|$RV
 revoke-paused|none|-DGW=3 -DGC=2 -DREVOKERS=2 -DOWNW=0|$SAFE|-DSAFETY|$RV
 revoke-downgrade|none|-DGW=2 -DGC=1 -DREVOKERS=2 -DOWNW=2|$SAFE|-DSAFETY|$RV
@@ -208,10 +217,12 @@ flat-safety|none|-DCYCLES=3 -DROGUE=2 -DLOSTREPLY=2|$SAFE|-DSAFETY|$FL
 flat-shared|none|-DSHARED -DCYCLES=3 -DROGUE=2 -DLOSTREPLY=2|$SAFE|-DSAFETY|$FL
 flat-liveness|none|-DLIVE -DCYCLES=3 -DLOSTREPLY=2|$LIVE|-DNFAIR=3|$FL
 flat-liveness-rogue|none|-DLIVE -DSHARED -DROGUE=2 -DLOSTREPLY=2|$LIVE|-DNFAIR=3|$FL
-flat-limit-window|foreign|-DRWINDOW -DROGUE=1|$SAFE|-DSAFETY|$FL
 redundant-flat-guid|none|-DBUG_ADOPT_OWNER -DCYCLES=3 -DROGUE=2 -DLOSTREPLY=2|$SAFE|-DSAFETY|$FL
 mutant-flat-blind-unlock|foreign+unlock|-DBUG_BLIND_UNLOCK -DROGUE=1|$SAFE|-DSAFETY|$FL
-mutant-flat-adopt-owner|excl|-DBUG_ADOPT_OWNER -DSHARED -DLOSTREPLY=1|$SAFE|-DSAFETY|$FL
+mutant-flat-guard-any-acl|foreign+unlock|-DBUG_GUARD_ANY_ACL -DROGUE=1|$SAFE|-DSAFETY|$FL
+mutant-flat-guard-any-version|foreign+unlock|-DBUG_GUARD_ANY_VERSION -DROGUE=1|$SAFE|-DSAFETY|$FL
+mutant-flat-no-claim|foreign+unlock+excl|-DBUG_NO_CLAIM -DSHARED -DROGUE=1|$SAFE|-DSAFETY|$FL
+redundant-flat-adopt-owner-shared|none|-DBUG_ADOPT_OWNER -DSHARED -DLOSTREPLY=1|$SAFE|-DSAFETY|$FL
 mutant-flat-adopt-any|excl|-DBUG_ADOPT_ANY -DLOSTREPLY=1|$SAFE|-DSAFETY|$FL
 mutant-flat-token-later|token+excl|-DBUG_TOKEN_LATER -DROGUE=1|$SAFE|-DSAFETY|$FL
 mutant-flat-no-watch-wait|cycle|-DBUG_NO_WATCH_WAIT -DLIVE|$LIVE|-DNFAIR=3|$FL
@@ -221,10 +232,12 @@ flatf-expiry|none|-DN=2 -DCYCLES=2 -DCONN=1 -DEXPIRE=1 -DGIVEUP=1 -DROGUE=1|$SAF
 flatf-shared|none|-DSHARED -DN=3 -DCONN=1 -DGIVEUP=1 -DROGUE=2|$SAFE|-DSAFETY|$FF
 flatf-liveness|none|-DLIVE -DN=2 -DCYCLES=2 -DCONN=1 -DEXPIRE=1 -DGIVEUP=0 -DROGUE=0|$LIVE|-DNFAIR=3|$FF
 flatf-progress|none|-DPROGRESS -DN=2 -DCYCLES=2 -DCONN=1 -DGIVEUP=1 -DROGUE=1|$NPROG|-DNP|$FF
-mutant-flatf-pipelined-unlock|foreign|-DBUG_PIPELINED_UNLOCK -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=1|$SAFE|-DSAFETY|$FF
+mutant-flatf-guard-any-acl|foreign+unlock|-DBUG_GUARD_ANY_ACL -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=1|$SAFE|-DSAFETY|$FF
+mutant-flatf-guard-any-version|foreign+unlock|-DBUG_GUARD_ANY_VERSION -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=1|$SAFE|-DSAFETY|$FF
+mutant-flatf-no-claim|foreign+unlock+excl|-DBUG_NO_CLAIM -DSHARED -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=1|$SAFE|-DSAFETY|$FF
 mutant-flatf-adopt-any|fencing+excl|-DBUG_ADOPT_ANY -DN=2 -DCYCLES=2 -DCONN=1 -DGIVEUP=0 -DROGUE=0|$SAFE|-DSAFETY|$FF
-mutant-flatf-adopt-any-shared|fencing+excl|-DBUG_ADOPT_ANY -DSHARED -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=0|$SAFE|-DSAFETY|$FF
-mutant-flatf-token-other|fencing|-DBUG_TOKEN_OTHER -DSHARED -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=1|$SAFE|-DSAFETY|$FF
+redundant-flatf-adopt-any-shared|none|-DBUG_ADOPT_ANY -DSHARED -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=0|$SAFE|-DSAFETY|$FF
+redundant-flatf-token-other|none|-DBUG_TOKEN_OTHER -DSHARED -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=1|$SAFE|-DSAFETY|$FF
 mutant-flatf-pdel-owner|foreign|-DBUG_PDEL_OWNER -DN=2 -DCYCLES=2 -DCONN=1 -DGIVEUP=0 -DROGUE=0|$SAFE|-DSAFETY|$FF
 mutant-flatf-retry-any|nonprogress|-DBUG_RETRY_ANY -DPROGRESS -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=0|$NPROG|-DNP|$FF
 mutant-flatf-no-watch|cycle|-DBUG_NO_WATCH -DLIVE -DN=2 -DCONN=0 -DGIVEUP=0 -DROGUE=0|$LIVE|-DNFAIR=3|$FF
@@ -246,6 +259,7 @@ deep-hostile|none|-DROGUE=2 -DCONN=1 -DGIVEUP=0 -DRDURING|$DSAFE|$DC
 deep-hostile-any|none|-DROGUE=1 -DCONN=1 -DGIVEUP=1|$DSAFE|$DC
 deep-lean0-readers|none|-DLEAN0 -DN=3 -DREADERS=2 -DCONN=0 -DGIVEUP=1|$DSAFE|$DC
 deep-lean0-hostile|none|-DLEAN0 -DROGUE=2 -DCONN=1 -DGIVEUP=1 -DRDURING|$DSAFE|$DC
+deep-lean0-guard-replace|none|-DLEAN0 -DCONN=1 -DGIVEUP=0 -DROGUE=1 -DRPLANT=0 -DRDELETE=0|$DSAFE|$DC
 deep-expiry|none|-DCONN=2 -DEXPIRE=1 -DGIVEUP=0|$DSAFE|$DC -DHC4
 deep-liveness|none|-DLIVE -DCONN=1 -DGIVEUP=1 -DROGUE=1 -DRDELETE=0 -DRREPLACE=0|$DLIVE|-DNFAIR=3 -DMEMLIM=6000
 deep-liveness-expiry|none|-DLIVE -DCONN=1 -DEXPIRE=1 -DGIVEUP=0|$DLIVE|-DNFAIR=3 -DMEMLIM=6000

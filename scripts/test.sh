@@ -19,9 +19,9 @@
 #   ZKL_FUZZ=SECONDS ... also every libFuzzer target for SECONDS each
 #   ZKL_CHAOS=SECONDS ... the fault-injection rounds (scripts/chaos.sh,
 #                         seed 1, on the ASan build: mutexes, read-write
-#                         locks, semaphores, asynchronous mutexes and
-#                         nested lockers beside multi-locks, a fifth of
-#                         SECONDS each,
+#                         locks, semaphores, asynchronous mutexes, nested
+#                         lockers beside multi-locks, and all of them with
+#                         zklock(1) users (mixed), a sixth of SECONDS each,
 #                         then the checker's self-test for each and a
 #                         30 s round of the hostile co-tenant against
 #                         ZKL_ACL_CREATOR; default 120; 0 = skip them)
@@ -168,13 +168,15 @@ if [ "${ZKL_CHAOS:=120}" != 0 ]; then
   # in CI a missing partition fault must fail the run, not shrink it
   [ "${CI:-}" != true ] || netns=(--netns yes)
   # run: every fault, the hostile co-tenant included, one round each of
-  # mutexes, read-write locks, semaphores, asynchronous mutex clients and
-  # nested lockers beside multi-locks sharing the time; self-test:
+  # mutexes, read-write locks, semaphores, asynchronous mutex clients,
+  # nested lockers beside multi-locks, and everyone at once (mixed: the
+  # library's users and zklock(1)'s on the same locks) sharing the time;
+  # self-test:
   # the checker must catch clients that skip the lock, for each of them;
   # acl: the co-tenant against clients with credentials and
   # ZKL_ACL_CREATOR, for 30 s
   for mode in run self-test acl; do
-    extra=(--rounds 5 --recipe mutex,rw,sem,async,multi --duration $(((ZKL_CHAOS + 4) / 5)))
+    extra=(--rounds 6 --recipe mutex,rw,sem,async,multi,mixed --duration $(((ZKL_CHAOS + 5) / 6)))
     [ "$mode" != self-test ] || extra=(--unlocked --duration 4 --faults cut --rounds 3 --recipe mutex,rw,sem)
     [ "$mode" != acl ] || extra=(--acl creator --faults hostile --duration 30)
     if ASAN_OPTIONS=detect_leaks=1 bash scripts/chaos.sh --build "$cb" --seed 1 \

@@ -94,6 +94,17 @@ locks a cycle, nested in one fixed order, as one multi-lock (named in
 either order) or one alone, all at once on the same locks: a wait cycle
 among them shows as a stall.
 
+mixed, everyone at once on the same locks: the library clients draw
+each cycle from blocking and asynchronous mutexes, multi-locks (nested,
+whole, or one lock alone), reads of a read-write lock of the same name,
+and flat locks (on locks f0.., the store's FLAT_ID + k), while --cli
+threads here run zklock(1) on the same locks: -n -E 0 (the cron idiom:
+skip quietly), -w, --shared, --flat and --also. Every zklock COMMAND that
+ran must have had a token, and a run that exited 0 must have had every
+request of its accepted: zklock's 0 vouches for the whole run. A run
+that exited 75 (lost) is told to the store as a lost hold, as a client
+tells its ZKL_ELOST.
+
 --unlocked checks the checker: clients skip the lock, and the round must be
 reported as FAIL with overlaps and lost updates; chaos.py then exits 0 only
 if it was.
@@ -488,6 +499,150 @@ def num(reply, key):
         return 0
 
 
+# chaos_client -m mixed: the store's number of flat lock fK is FLAT_ID + k
+FLAT_ID = 32
+
+# A zklock COMMAND of the mixed round: one section per lock under
+# $ZKLOCK_TOKEN, written to the store with bash's /dev/tcp. Its marker
+# file says it ran, with which token, each write and each refusal.
+#   $1 marker  $2 store port  $3 w|r  $4 user id  $5... store lock numbers
+CLI_SECTION = r"""
+# as a client's thread, never skip a request because the hold was lost:
+# the store, not the user, must turn a late writer away (zklock sends
+# SIGTERM on a loss, then SIGKILL -k seconds later)
+trap '' TERM INT HUP
+m=$1 port=$2 op=$3 id=$4; shift 4
+echo "RAN ${ZKLOCK_TOKEN:-none}" >"$m"
+case ${ZKLOCK_TOKEN:-0} in 0|*[!0-9]*) echo NOTOKEN >>"$m"; exit 0 ;; esac
+exec 3<>"/dev/tcp/127.0.0.1/$port" || { echo NOSTORE >>"$m"; exit 0; }
+for k in "$@"; do
+  if [ "$op" = r ]; then
+    echo "R $k $ZKLOCK_TOKEN $id $$" >&3; read -r rep <&3
+    case $rep in OK*) ;; *) echo "STALE $k" >>"$m" ;; esac
+    echo "E $k $ZKLOCK_TOKEN $id $$" >&3; read -r rep <&3
+    case $rep in OK*) ;; *) echo "STALE $k" >>"$m" ;; esac
+  else
+    echo "B $k $ZKLOCK_TOKEN $id $$" >&3; read -r rep <&3
+    case $rep in
+      "OK "*) echo "C $k $ZKLOCK_TOKEN $id $$ $((${rep#OK } + 1))" >&3; read -r rep <&3
+              case $rep in OK*) echo "WROTE $k" >>"$m" ;; *) echo "STALE $k" >>"$m" ;; esac ;;
+      *) echo "STALE $k" >>"$m" ;;
+    esac
+  fi
+done
+echo DONE >>"$m"
+"""
+
+
+class CliUsers:
+    """zklock(1) users of a mixed round, one thread each, beside the
+    library clients on the same locks and through the same proxies."""
+
+    MODES = ["skip", "wait", "shared", "flat", "also"]
+
+    def __init__(self, o, proxies, store, seed, work):
+        self.o, self.store, self.work = o, store, work
+        self.hosts = ",".join(p.addr for p in proxies)
+        self.seed = seed
+        self.stopping = threading.Event()
+        self.mu = threading.Lock()
+        self.fig = dict((k, 0) for k in ("runs", "ran", "written", "skipped", "gave_up", "lost",
+                                          "revoked", "unreachable", "errors", "violations"))
+        self.threads = []
+
+    def start(self, n):
+        for w in range(n):
+            t = threading.Thread(target=self.worker, args=(w,), daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def stop(self):
+        self.stopping.set()
+        for t in self.threads:
+            t.join(self.o.session_ms / 1000.0 + 60)
+        return sum(t.is_alive() for t in self.threads)
+
+    def count(self, key, n=1):
+        with self.mu:
+            self.fig[key] += n
+
+    def violation(self, why):
+        log("CLI VIOLATION: %s" % why)
+        self.count("violations")
+
+    def worker(self, w):
+        rng = random.Random(self.seed * 7919 + w)
+        uid = 1000 + w
+        exe = self.o.zklock or os.path.join(self.o.builddir, "tools", "zklock")
+        n = 0
+        while not self.stopping.is_set():
+            mode, k = rng.choice(self.MODES), rng.randrange(self.o.locks)
+            j = (k + 1 + rng.randrange(self.o.locks - 1)) % self.o.locks
+            args, op, ids, name = ["-w", "3", "-E", "3"], "w", [k], "l%d" % k
+            if mode == "skip":
+                args = ["-n", "-E", "0"]
+            elif mode == "shared":
+                args, op = args + ["--shared"], "r"
+            elif mode == "flat":
+                args, ids, name = args + ["--flat"], [FLAT_ID + k], "f%d" % k
+            elif mode == "also":
+                args, ids = args + ["--also", "l%d" % j], [k, j]
+            n += 1
+            mark = os.path.join(self.work, "cli%d-%d.mark" % (w, n))
+            cmd = [exe, "-s", self.hosts, "-r", self.o.root, "-t", str(self.o.session_ms),
+                   "-k", "10"] + args + [name, "bash", "-c", CLI_SECTION, "_", mark,
+                                        str(self.store.port), op, str(uid)] + [str(i) for i in ids]
+            try:
+                r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   text=True, timeout=self.o.session_ms / 1000.0 * 3 + 30)
+                rc, err = r.returncode, r.stderr.strip()
+            except subprocess.TimeoutExpired:
+                rc, err = -1, "timed out"
+            self.judge(mode, args, name, ids, rc, err, mark)
+            if os.path.exists(mark):
+                os.unlink(mark)
+
+    def judge(self, mode, args, name, ids, rc, err, mark):
+        what = "zklock %s %s" % (" ".join(args), name)
+        lines = open(mark).read().split("\n") if os.path.exists(mark) else []
+        ran = bool(lines) and lines[0].startswith("RAN")
+        token = lines[0].split()[1] if ran else ""
+        refused = [x for x in lines if x.startswith(("STALE", "NOTOKEN", "NOSTORE"))]
+        self.count("runs")
+        self.count("written", sum(1 for x in lines if x.startswith("WROTE")))
+        conflict = 0 if mode == "skip" else 3
+        if ran:
+            self.count("ran")
+            if "NOTOKEN" in refused:
+                self.violation("%s: COMMAND ran without a token (%s), exit %d" % (what, token, rc))
+            elif rc == 0 and refused:
+                self.violation("%s: exit 0, but the store refused %s (token %s)"
+                               % (what, ",".join(refused), token))
+            elif rc == 0 and "DONE" not in lines:
+                self.violation("%s: exit 0, but COMMAND did not finish" % what)
+            elif rc == conflict and mode != "skip":
+                self.violation("%s: COMMAND ran, yet exit %d (could not lock)" % (what, rc))
+        if rc == 0 and not ran:
+            if mode == "skip":
+                self.count("skipped")
+            else:
+                self.violation("%s: exit 0 and COMMAND never ran" % what)
+        elif rc == conflict and not ran and mode != "skip":
+            self.count("gave_up")
+        elif rc == 75:
+            self.count("lost")
+            if ran and token.isdigit():
+                for i in ids:
+                    self.store.handle("L %d %s cli 0 zklock-75" % (i, token))
+        elif rc == 69:
+            self.count("unreachable")
+        elif rc == 70 and "revoked" in err:
+            self.count("revoked")
+        elif rc != 0:
+            self.count("errors")
+            log("%s: exit %d: %s" % (what, rc, err[-300:]))
+
+
 def parse_client_line(line):
     return {k: int(v) for k, v in (f.split("=", 1) for f in line.split()[1:]) if v.isdigit()}
 
@@ -822,6 +977,10 @@ class Round:
     def run(self, number):
         self.store.reset(self.o.leases if self.recipe == "sem" else 0)
         self.start_clients()
+        cli = None
+        if self.recipe == "mixed" and self.o.cli > 0:
+            cli = CliUsers(self.o, self.proxies, self.store, self.seed, self.work)
+            cli.start(self.o.cli)
         t_start = time.monotonic()
         end = t_start + self.o.duration
         while True:
@@ -833,9 +992,13 @@ class Round:
                 break
             self.inject(self.bag.pop())
         self.ens.healthy(90)
+        cli_hung = cli.stop() if cli else 0
         hung, failed = self.stop_clients()
         secs = time.monotonic() - t_start
         tot = self.client_totals()
+        if cli:
+            tot["revoked"] = tot.get("revoked", 0) + cli.fig["revoked"]
+            tot["written"] = tot.get("written", 0) + cli.fig["written"]
         self.rogue_removal("cleanup")
         # a node the rogue rewrote is no hold either: its holder is told
         # LOST and the node goes, so the next holder may begin at once
@@ -865,6 +1028,15 @@ class Round:
             bad.append("store saw %d writes, clients %d" % (writes, tot.get("written", -1)))
         if tot.get("cycles", 0) == 0:
             bad.append("no cycles")
+        if cli:
+            if cli.fig["violations"]:
+                bad.append("%d zklock run(s) without their lock" % cli.fig["violations"])
+            if cli.fig["errors"] or cli_hung:
+                bad.append("zklock runs failed (%d) or hung (%d)" % (cli.fig["errors"], cli_hung))
+            if not cli.fig["ran"]:
+                bad.append("no zklock COMMAND ran")
+            print("chaos: seed=%d round=%d zklock users: %s" % (
+                self.seed, number, " ".join("%s=%d" % kv for kv in cli.fig.items())), flush=True)
         faults = ",".join("%s:%d" % (k, self.faults[k]) for k in self.kinds)
         hostile = ",".join("%s:%d" % (k, v) for k, v in self.hfig.items())
         print("chaos: seed=%d round=%d recipe=%s secs=%d clients=%d threads=%d locks=%d session_ms=%d acl=%s "
@@ -913,8 +1085,14 @@ def main():
                     "list): mutex; async, mutexes taken with zkl_mutex_lock_async and "
                     "released by another thread, one in eight cancelled; rw, read-write locks (3 reads to 1 write, half the writes "
                     "downgrade); sem, semaphores of --leases leases; multi, two locks a "
-                    "cycle: nested in a fixed order, as one multi-lock, or one alone")
+                    "cycle: nested in a fixed order, as one multi-lock, or one alone; "
+                    "mixed, all of them and flat locks, and zklock(1) users (--cli)")
     ap.add_argument("--leases", type=int, default=2)
+    ap.add_argument("--cli", type=int, default=2,
+                    help="mixed rounds: threads running zklock(1) beside the clients")
+    ap.add_argument("--zklock", default=None,
+                    help="mixed rounds: the zklock(1) to run (default: the build's); "
+                    "another one checks the checker")
     ap.add_argument("--unlocked", action="store_true",
                     help="clients skip the lock: the checks must fail")
     ap.add_argument("--faults", default=",".join(KINDS))
@@ -927,8 +1105,8 @@ def main():
     o.builddir = os.path.abspath(o.builddir)
     o.recipes = [r for r in o.recipe.split(",") if r]
     for r in o.recipes:
-        if r not in ("mutex", "async", "rw", "sem", "multi"):
-            ap.error("unknown recipe %r (known: mutex, async, rw, sem, multi)" % r)
+        if r not in ("mutex", "async", "rw", "sem", "multi", "mixed"):
+            ap.error("unknown recipe %r (known: mutex, async, rw, sem, multi, mixed)" % r)
     kinds = [k for k in o.faults.split(",") if k]
     for k in kinds:
         if k not in KINDS:

@@ -3,7 +3,7 @@
  *
  *   chaos_client -s HOSTS -r ROOT -l LOCKS -t THREADS -p STORE_PORT
  *                [-T SESSION_MS] [-i ID] [-x SEED] [-u THINK_US] [-W WAIT_MS] [-U]
- *                [-a SCHEME:CREDENTIAL [-C]] [-m mutex|async|rw|sem|multi]
+ *                [-a SCHEME:CREDENTIAL [-C]] [-m mutex|async|rw|sem|multi|mixed]
  *                [-n LEASES]
  *
  * THREADS threads share one client and LOCKS mutex objects (lock names
@@ -56,6 +56,15 @@
  * on the same two locks is what used to deadlock (a lock nobody holds
  * for long is a stall the checker fails).
  *
+ * -m mixed: every kind of user of one lock at once. Each cycle draws one:
+ * a blocking mutex, an asynchronous one, the multi-lock cycle above
+ * (nested, multi-lock or alone), a read of a read-write lock of the same
+ * name (R/E, beside the mutexes' writes), or a flat lock
+ * (ZKL_MUTEX_FLAT), blocking or asynchronous, on "f0".."f<LOCKS-1>",
+ * which the store knows as locks FLAT_ID + k: a flat lock is a node, not
+ * a queue, and cannot share a name with the others. tests/chaos.py runs
+ * zklock(1) users on the same locks beside it.
+ *
  * On SIGTERM it finishes the cycles under way, destroys everything and
  * prints one line:
  *   client id=I pid=P cycles=N written=N stale=N lost=N revoked=N
@@ -80,12 +89,15 @@
 
 #define MAX_LOCKS 64
 #define MAX_THREADS 64
+/* -m mixed: the store's number of flat lock fK (tests/chaos.py knows it) */
+#define FLAT_ID 32
 
 static const char *hosts, *root = "/chaos";
 static int nlocks = 3, nthreads = 4, store_port, session_ms = 6000, id;
 static int think_us = 2000, wait_ms = 120000, unlocked, acl_creator;
 static const char *mode = "mutex";
-static int async_mode, multi_mode;
+static int async_mode, multi_mode, mixed_mode;
+static zkl_mutex_t *flats[MAX_LOCKS]; /* -m mixed */
 static int leases = 2;
 static zkl_rwlock_t *rwlocks[MAX_LOCKS];
 static zkl_semaphore_t *sems[MAX_LOCKS];
@@ -319,12 +331,13 @@ static void on_async(zkl_hold_t *hold, int rc, void *arg) {
   pthread_mutex_unlock(&s->mu);
 }
 
-static void async_cycle(int fd, int k, unsigned *rs) {
+/* An asynchronous cycle on m, lock number k in the store. */
+static void async_cycle_on(int fd, zkl_mutex_t *m, int k, unsigned *rs) {
   struct slot s = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL};
   zkl_hold_t *h = NULL;
   int64_t t0 = zkl_now_ms(), acquired;
   uint64_t token = 0;
-  int rc = zkl_mutex_lock_async(mutexes[k], t0 + wait_ms, on_async, &s, &h);
+  int rc = zkl_mutex_lock_async(m, t0 + wait_ms, on_async, &s, &h);
   if (!acquired_ok(rc, "lock_async")) return;
   if (rand_r(rs) % 8 == 0) {
     usleep((useconds_t)(rand_r(rs) % 2000));
@@ -342,6 +355,10 @@ static void async_cycle(int fd, int k, unsigned *rs) {
   fenced_update(fd, k, token, acquired, rs);
   released(fd, zkl_hold_release(s.hold), k, token, "unlock");
   atomic_fetch_add(&cycles, 1);
+}
+
+static void async_cycle(int fd, int k, unsigned *rs) {
+  async_cycle_on(fd, mutexes[k], k, rs);
 }
 
 /* Two locks at once: nested, as one multi-lock, or one of them alone. */
@@ -409,10 +426,48 @@ static void multi_cycle(int fd, int slot, unsigned *rs) {
   atomic_fetch_add(&cycles, 1);
 }
 
-static void one_cycle(int fd, int slot, unsigned *rs) {
-  int k = (int)(rand_r(rs) % (unsigned)nlocks);
+/* A blocking cycle on m, lock number k in the store. */
+static void mutex_cycle(int fd, zkl_mutex_t *m, int k, unsigned *rs) {
   int64_t t0 = zkl_now_ms(), acquired;
   uint64_t token = 0;
+  int rc;
+  if (!acquired_ok(zkl_mutex_timedlock(m, t0 + wait_ms), "lock")) return;
+  acquired = zkl_now_ms();
+  note_max(&max_wait, (long)(acquired - t0));
+  if ((rc = zkl_mutex_token(m, &token)) != ZKL_OK) failed("token", rc);
+  fenced_update(fd, k, token, acquired, rs);
+  released(fd, zkl_mutex_unlock(m), k, token, "unlock");
+  atomic_fetch_add(&cycles, 1);
+}
+
+/* -m mixed: a read of lock k's read-write lock, beside its writers. */
+static void read_cycle(int fd, int k, unsigned *rs) {
+  int64_t t0 = zkl_now_ms(), acquired;
+  uint64_t token = 0;
+  int rc;
+  if (!acquired_ok(zkl_rwlock_timedrdlock(rwlocks[k], t0 + wait_ms), "rdlock")) return;
+  acquired = zkl_now_ms();
+  note_max(&max_wait, (long)(acquired - t0));
+  if ((rc = zkl_rwlock_token(rwlocks[k], &token)) != ZKL_OK) failed("token", rc);
+  section(fd, 'R', k, token, acquired, rs);
+  released(fd, zkl_rwlock_rdunlock(rwlocks[k]), k, token, "unlock");
+  atomic_fetch_add(&cycles, 1);
+}
+
+/* -m mixed: one cycle of a kind drawn at random (see the header). */
+static void mixed_cycle(int fd, int slot, int k, unsigned *rs) {
+  switch (rand_r(rs) % 6) {
+  case 0: mutex_cycle(fd, mutexes[k], k, rs); break;
+  case 1: async_cycle_on(fd, mutexes[k], k, rs); break;
+  case 2: multi_cycle(fd, slot, rs); break;
+  case 3: read_cycle(fd, k, rs); break;
+  case 4: mutex_cycle(fd, flats[k], FLAT_ID + k, rs); break;
+  default: async_cycle_on(fd, flats[k], FLAT_ID + k, rs); break;
+  }
+}
+
+static void one_cycle(int fd, int slot, unsigned *rs) {
+  int k = (int)(rand_r(rs) % (unsigned)nlocks);
   if (unlocked) { /* the checker's own test: the same sections, no lock */
     if (sems[0]) /* leases are told apart by token: a made-up one each */
       section(fd, 'S', k, (uint64_t)(id + 1) << 40 | (uint64_t)atomic_fetch_add(&fake_tokens, 1),
@@ -422,6 +477,10 @@ static void one_cycle(int fd, int slot, unsigned *rs) {
     else
       fenced_update(fd, k, 0, zkl_now_ms(), rs);
     atomic_fetch_add(&cycles, 1);
+    return;
+  }
+  if (mixed_mode) {
+    mixed_cycle(fd, slot, k, rs);
     return;
   }
   if (rwlocks[0]) {
@@ -440,14 +499,7 @@ static void one_cycle(int fd, int slot, unsigned *rs) {
     multi_cycle(fd, slot, rs);
     return;
   }
-  if (!acquired_ok(zkl_mutex_timedlock(mutexes[k], t0 + wait_ms), "lock")) return;
-  acquired = zkl_now_ms();
-  note_max(&max_wait, (long)(acquired - t0));
-  int rc = zkl_mutex_token(mutexes[k], &token);
-  if (rc != ZKL_OK) failed("token", rc);
-  fenced_update(fd, k, token, acquired, rs);
-  released(fd, zkl_mutex_unlock(mutexes[k]), k, token, "unlock");
-  atomic_fetch_add(&cycles, 1);
+  mutex_cycle(fd, mutexes[k], k, rs);
 }
 
 static void *worker(void *arg) {
@@ -462,7 +514,7 @@ static void *worker(void *arg) {
 static void usage(void) {
   fprintf(stderr, "usage: chaos_client -s HOSTS -r ROOT -l LOCKS -t THREADS -p STORE_PORT "
                   "[-T SESSION_MS] [-i ID] [-x SEED] [-u THINK_US] [-W WAIT_MS] [-U] "
-                  "[-a SCHEME:CREDENTIAL [-C]] [-m mutex|async|rw|sem|multi] [-n LEASES]\n");
+                  "[-a SCHEME:CREDENTIAL [-C]] [-m mutex|async|rw|sem|multi|mixed] [-n LEASES]\n");
   exit(64);
 }
 
@@ -492,8 +544,9 @@ static void parse(int argc, char **argv) {
       nthreads > MAX_THREADS || think_us < 0 || wait_ms <= 0 || (acl_creator && !auth) ||
       (auth && !strchr(auth, ':')) || leases < 1 ||
       (strcmp(mode, "mutex") && strcmp(mode, "async") && strcmp(mode, "rw") &&
-       strcmp(mode, "sem") && strcmp(mode, "multi")) ||
-      (!strcmp(mode, "multi") && nlocks < 2))
+       strcmp(mode, "sem") && strcmp(mode, "multi") && strcmp(mode, "mixed")) ||
+      ((!strcmp(mode, "multi") || !strcmp(mode, "mixed")) && nlocks < 2) ||
+      (!strcmp(mode, "mixed") && nlocks > FLAT_ID))
     usage();
 }
 
@@ -505,6 +558,7 @@ static void wait_for_stop(sigset_t *set) {
   atomic_store(&stopping, 1);
   while (atomic_load(&running) > 0) {
     for (k = 0; k < nlocks; k++) {
+      if (flats[k]) zkl_mutex_cancel(flats[k]);
       if (mutexes[k]) zkl_mutex_cancel(mutexes[k]);
       if (rwlocks[k]) zkl_rwlock_cancel(rwlocks[k]);
       if (sems[k]) zkl_semaphore_cancel(sems[k]);
@@ -530,7 +584,8 @@ int main(int argc, char **argv) {
 
   parse(argc, argv);
   async_mode = !strcmp(mode, "async");
-  multi_mode = !strcmp(mode, "multi");
+  mixed_mode = !strcmp(mode, "mixed");
+  multi_mode = !strcmp(mode, "multi") || mixed_mode;
   mo.root = ro.root = so.root = root;
   mo.state_fn = on_state;
   ro.state_fn = on_rw_state;
@@ -564,6 +619,15 @@ int main(int argc, char **argv) {
       rc = zkl_semaphore_create(&sems[k], client, name, (unsigned)leases, &so);
     else
       rc = zkl_mutex_create(&mutexes[k], client, name, &mo);
+    if (rc == ZKL_OK && mixed_mode)
+      rc = zkl_rwlock_create(&rwlocks[k], client, name, &ro);
+    if (rc == ZKL_OK && mixed_mode) {
+      zkl_mutex_options_t fo = mo;
+      fo.flags = ZKL_MUTEX_FLAT;
+      fo.state_ctx = (void *)(uintptr_t)(FLAT_ID + k);
+      snprintf(name, sizeof name, "f%d", k);
+      rc = zkl_mutex_create(&flats[k], client, name, &fo);
+    }
     if (rc != ZKL_OK) die(mode, rc);
   }
   atomic_store(&running, nthreads);
@@ -574,9 +638,13 @@ int main(int argc, char **argv) {
   wait_for_stop(&set);
   for (k = 0; k < nthreads; k++) pthread_join(th[k], NULL);
   for (k = 0; k < nlocks; k++) {
-    rc = mutexes[k] ? zkl_mutex_destroy(mutexes[k])
-         : rwlocks[k] ? zkl_rwlock_destroy(rwlocks[k])
-                      : zkl_semaphore_destroy(sems[k]);
+    rc = zkl_mutex_destroy(flats[k]);
+    if (rc == ZKL_OK && mixed_mode)
+      rc = zkl_rwlock_destroy(rwlocks[k]);
+    if (rc == ZKL_OK)
+      rc = mutexes[k] ? zkl_mutex_destroy(mutexes[k])
+           : rwlocks[k] ? zkl_rwlock_destroy(rwlocks[k])
+                        : zkl_semaphore_destroy(sems[k]);
     if (rc != ZKL_OK) {
       fprintf(stderr, "chaos_client %d: mutex destroy: %s\n", id, zkl_err_name(rc));
       fail = 1;

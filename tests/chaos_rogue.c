@@ -29,7 +29,8 @@
  *                       (stolen: re-created nodes someone else deleted)
  *   ID count            -> orphans=N rogue=N: children of the lock
  *                       directories that are not the rogue's (left by
- *                       zklock's clients), and those that are
+ *                       zklock's clients), and those that are; flat
+ *                       locks' nodes ROOT/f0.. count as orphans too
  *
  * "unsure" means the connection dropped before the answer to a delete:
  * the node is gone, but maybe not by our hand.
@@ -484,6 +485,12 @@ static void cmd_count(char *out, size_t size) {
         orphans++;
     }
     deallocate_String_vector(&sv);
+  }
+  /* a flat lock's node (chaos_client -m mixed) is ROOT/fK itself */
+  for (k = 0; k < nlocks; k++) {
+    snprintf(path, sizeof path, "%s/f%d", root, k);
+    if (stat_node(path, &st) == ZOK)
+      orphans++;
   }
   snprintf(out, size, "orphans=%d rogue=%d", orphans, rogue);
 }

@@ -525,6 +525,44 @@ static void test_semaphore_listing_lost(void) {
   zkl_client_destroy(c2);
 }
 
+/* Issue 34 (found with model/semaphore.pml, BUG_STALE_DIR): a member
+ * judges the directory as it was once its node was made. A fresh object
+ * reads the directory with its join, before its create; someone rewrites
+ * the directory in between; the join's listing, whose stat would have
+ * told, is lost. The read from before the create said our N: taken as it
+ * was, the member was admitted under a directory that says otherwise by
+ * the time its node exists. It reads the directory again instead, and is
+ * refused. */
+static void test_semaphore_read_then_rewritten(void) {
+  zkl_client_t *c = client(10000);
+  zkl_semaphore_t *s3 = NULL;
+  zkl_semaphore_options_t o = {0};
+  zkl_lease_t *l = NULL;
+  char path[256], data[64];
+  int len = sizeof data - 1;
+  new_root();
+  o.root = root;
+  snprintf(path, sizeof path, "%s/stale", root);
+  CHECK_INT(admin_create_in_root(path, "max=3", 5), ==, ZOK);
+  CHECK_RC(zkl_semaphore_create(&s3, c, "stale", 3, &o), ZKL_OK);
+  atomic_store(&zkl__fault_get_rewritten, 1);
+  atomic_store(&zkl__fault_children_lost, 1);
+  CHECK_RC(zkl_semaphore_timedacquire(s3, zkl_now_ms() + 5000, &l),
+           ZKL_EMISMATCH);
+  CHECK_INT(atomic_load(&zkl__fault_get_rewritten), ==, 0); /* it was hit */
+  CHECK_INT(atomic_load(&zkl__fault_children_lost), ==, 0);
+  if (l)
+    zkl_lease_release(l);
+  memset(data, 0, sizeof data);
+  admin_sync(path);
+  CHECK_INT(zoo_get(admin, path, 0, data, &len, NULL), ==, ZOK);
+  CHECK_STR(data, "x"); /* the rewrite, untouched */
+  CHECK_INT(queue_count("stale"), ==, 0);
+  CHECK_RC(zkl_semaphore_destroy(s3), ZKL_OK);
+  zkl_client_destroy(c);
+  cleanup_tree(path);
+}
+
 /* ZOOKEEPER-4537: Debian's 3.8.0 server may commit a transaction and
  * apply it only when the session's next request arrives, and the C client
  * sends no ping while a request is out: the session dies of silence. The
@@ -853,6 +891,7 @@ int main(void) {
   RUN(test_replaced_parent_not_taken);
   RUN(test_multi_on_expired_handle);
   RUN(test_semaphore_listing_lost);
+  RUN(test_semaphore_read_then_rewritten);
   RUN(test_stalled_multi_nudged);
   RUN(test_stalled_guarded_nudged);
   admin_close();

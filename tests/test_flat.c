@@ -273,7 +273,9 @@ static void test_deleted_is_lost(void) {
 
 /* Our node deleted by someone else, and the lock taken by another client
  * before we heard of it (no own-node watch): our unlock reports the loss
- * and leaves the new holder's node alone. */
+ * and leaves the new holder's node alone. Its node is at data version 1
+ * as ours was: only its ACL, which gives the write right to the other
+ * client's identity, fails our release's guard (ZNOAUTH). */
 static void test_unlock_spares_next_holder(void) {
   zkl_client_t *a = client(10000), *b = client(10000);
   zkl_mutex_t *ma, *mb;
@@ -297,6 +299,122 @@ static void test_unlock_spares_next_holder(void) {
   zkl_mutex_destroy(mb);
   zkl_client_destroy(a);
   zkl_client_destroy(b);
+}
+
+/* Our node deleted by someone else and made again at once by a plain
+ * create (at data version 0, open to every writer), before we heard of
+ * it: the release's guard (a setData at version 1) fails, and what is
+ * there is left alone, ephemeral or persistent. */
+static void test_unlock_spares_plain_recreate(void) {
+  zkl_client_t *a = client(10000);
+  zkl_mutex_t *ma;
+  struct Stat st;
+  int flags[2] = {ZOO_EPHEMERAL, 0}, i;
+  new_root();
+  ma = mutex_with(a, "plain", ZKL_MUTEX_FLAT | ZKL_MUTEX_NO_NODE_WATCH, NULL);
+  for (i = 0; i < 2; i++) {
+    CHECK_RC(zkl_mutex_lock(ma), ZKL_OK);
+    CHECK_INT(replace_node(at("plain"), flags[i]), ==, ZOK);
+    usleep(300000); /* a's server has applied it */
+    CHECK_RC(zkl_mutex_unlock(ma), ZKL_ELOST);
+    CHECK_INT(stat_of("plain", &st), ==, ZOK); /* left alone */
+    CHECK_INT(st.version, ==, 0);
+    CHECK_INT(zoo_delete(admin, at("plain"), -1), ==, ZOK);
+  }
+  zkl_mutex_destroy(ma);
+  zkl_client_destroy(a);
+}
+
+/* Two acquisitions of one client never make the node at once: they share
+ * the client's identity, which the release's guard cannot tell apart. The
+ * second waits in the process, sending nothing, and gets the lock when
+ * the first lets it go; a try or a deadline already past says so at
+ * once. Control: another client's object does send its create. */
+struct taker {
+  zkl_mutex_t *m;
+  _Atomic int rc;
+  int verify_rc, unlock_rc;
+};
+
+/* A hold is the thread's: it takes, checks and lets go in one thread. */
+static void *take(void *arg) {
+  struct taker *t = arg;
+  int rc = zkl_mutex_timedlock(t->m, zkl_now_ms() + 20000);
+  t->rc = rc;
+  if (rc == ZKL_OK) {
+    t->verify_rc = zkl_mutex_verify(t->m);
+    t->unlock_rc = zkl_mutex_unlock(t->m);
+  }
+  return NULL;
+}
+
+static void test_one_client_one_claim(void) {
+  zkl_client_t *a = client(10000), *b = client(10000);
+  zkl_mutex_t *m1, *m2, *mb;
+  struct taker t = {NULL, -1, -1, -1};
+  pthread_t th;
+  uint64_t before;
+  new_root();
+  m1 = flat(a, "claim");
+  m2 = flat(a, "claim");
+  mb = flat(b, "claim");
+  CHECK_RC(zkl_mutex_lock(m1), ZKL_OK);
+  before = requests_settled(a);
+  CHECK_RC(zkl_mutex_trylock(m2), ZKL_EBUSY);
+  CHECK_RC(zkl_mutex_timedlock(m2, -1), ZKL_ETIMEDOUT);
+  CHECK_RC(zkl_mutex_timedlock(m2, zkl_now_ms() + 300), ZKL_ETIMEDOUT);
+  CHECK_INT(zkl_client_request_count(a), ==, before); /* nothing sent */
+  before = zkl_client_request_count(b);
+  CHECK_RC(zkl_mutex_trylock(mb), ZKL_EBUSY);
+  CHECK(zkl_client_request_count(b) > before); /* the control */
+  t.m = m2;
+  pthread_create(&th, NULL, take, &t);
+  usleep(300000);
+  CHECK_INT(t.rc, ==, -1); /* still waiting */
+  CHECK_RC(zkl_mutex_unlock(m1), ZKL_OK);
+  pthread_join(th, NULL);
+  CHECK_RC(t.rc, ZKL_OK);
+  CHECK_RC(t.verify_rc, ZKL_OK);
+  CHECK_RC(t.unlock_rc, ZKL_OK);
+  zkl_mutex_destroy(m1);
+  zkl_mutex_destroy(m2);
+  zkl_mutex_destroy(mb);
+  zkl_client_destroy(a);
+  zkl_client_destroy(b);
+}
+
+/* A flat lock's release, and a per-key queue lock's (its node the first
+ * in a parent made with it), read nothing: the guard goes in the
+ * delete's transaction. */
+static void test_release_reads_nothing(void) {
+  zkl_client_t *c = client(10000);
+  zkl_client_stats_t s0 = {.size = sizeof s0}, s1 = {.size = sizeof s1};
+  zkl_mutex_t *m;
+  char name[32];
+  int i, flat_lock;
+  new_root();
+  for (flat_lock = 1; flat_lock >= 0; flat_lock--) {
+    zkl_client_stats(c, &s0);
+    for (i = 0; i < 20; i++) {
+      snprintf(name, sizeof name, "key%d-%d", flat_lock, i);
+      m = mutex_with(c, name, flat_lock ? ZKL_MUTEX_FLAT : 0, NULL);
+      CHECK_RC(zkl_mutex_lock(m), ZKL_OK);
+      CHECK_RC(zkl_mutex_unlock(m), ZKL_OK);
+      zkl_mutex_destroy(m);
+    }
+    zkl_client_stats(c, &s1);
+    CHECK_INT(s1.requests[ZKL_STATS_REQ_GET_DATA] -
+                  s0.requests[ZKL_STATS_REQ_GET_DATA], ==, 0);
+    CHECK_INT(s1.requests[ZKL_STATS_REQ_EXISTS] -
+                  s0.requests[ZKL_STATS_REQ_EXISTS], ==, 0);
+    CHECK_INT(s1.requests[ZKL_STATS_REQ_GET_CHILDREN] -
+                  s0.requests[ZKL_STATS_REQ_GET_CHILDREN], ==, 0);
+    CHECK_INT(s1.requests[flat_lock ? ZKL_STATS_REQ_SET_DATA
+                                    : ZKL_STATS_REQ_CHECK] -
+                  s0.requests[flat_lock ? ZKL_STATS_REQ_SET_DATA
+                                        : ZKL_STATS_REQ_CHECK], ==, 20);
+  }
+  zkl_client_destroy(c);
 }
 
 /* A persistent node at the name (a queue lock's directory, or planted):
@@ -524,6 +642,9 @@ int main(int argc, char **argv) {
   RUN(test_holder_expires);
   RUN(test_deleted_is_lost);
   RUN(test_unlock_spares_next_holder);
+  RUN(test_unlock_spares_plain_recreate);
+  RUN(test_one_client_one_claim);
+  RUN(test_release_reads_nothing);
   RUN(test_planted_persistent);
   RUN(test_planted_ephemeral);
   RUN(test_async);

@@ -198,13 +198,14 @@ static void drop(zkl_lease_t **l) {
   *l = NULL;
 }
 
-/* Issue 23, item 4: rewriting the directory's "max=N" does not override
- * the N of the live leases. Three leases of N=3 are held; a co-tenant
- * sets the directory to max=100; a member made with N=100 is refused
- * (ZKL_EMISMATCH, no node left) while any lease of N=3 is live, and the
- * holders are untouched. Members of N=3 still get in: the live leases
- * decide, not the directory. Once no lease of N=3 is left, the directory
- * speaks again: N=100 gets in, and N=3 is refused from then on. */
+/* Issue 23, item 4, and issue 34, item 4: rewriting the directory's
+ * "max=N" changes N for members judged after it, and never admits a lease
+ * beside leases of another N. Three leases of N=3 are held; a co-tenant
+ * sets the directory to max=100. Members of N=3 are refused from then on
+ * (ZKL_EMISMATCH, no node left), the object that agreed before the
+ * rewrite too: the directory decides. Members of N=100 wait behind the
+ * leases of N=3 as behind a lock (ZKL_EBUSY, ZKL_ETIMEDOUT), and get in
+ * once the last of them is gone; the holders are untouched. */
 static void test_rewritten_directory(void) {
   zkl_client_t *c = client(10000), *c2 = client(10000);
   zkl_semaphore_t *s3, *s3b, *s100;
@@ -221,24 +222,26 @@ static void test_rewritten_directory(void) {
   snprintf(path, sizeof path, "%s/rw", root);
   CHECK_INT(zoo_set(admin, path, "max=100", 7, -1), ==, ZOK);
   s100 = semaphore(c2, "rw", 100);
-  CHECK_RC(zkl_semaphore_tryacquire(s100, &x), ZKL_EMISMATCH);
+  CHECK_RC(zkl_semaphore_tryacquire(s100, &x), ZKL_EBUSY);
   CHECK(x == NULL);
   drop(&x);
-  CHECK_RC(zkl_semaphore_timedacquire(s100, zkl_now_ms() + 1000, &x),
-           ZKL_EMISMATCH);
+  CHECK_RC(zkl_semaphore_timedacquire(s100, zkl_now_ms() + 500, &x),
+           ZKL_ETIMEDOUT);
   CHECK(x == NULL);
+  drop(&x);
+  s3b = semaphore(c2, "rw", 3);
+  CHECK_RC(zkl_semaphore_tryacquire(s3b, &x), ZKL_EMISMATCH);
+  drop(&x);
+  CHECK_RC(zkl_semaphore_tryacquire(s3, &x), ZKL_EMISMATCH);
   drop(&x);
   CHECK_INT(queue_len("rw"), ==, 3); /* the refused left nothing */
   for (i = 0; i < 3; i++) {
     CHECK_INT(zkl_lease_state(l[i]), ==, ZKL_STATE_HELD);
     CHECK_RC(zkl_lease_verify(l[i]), ZKL_OK);
   }
-  /* new members of N=3 wait their turn, as before the rewrite, and the
-   * listing goes by the leases' N, not by the directory's */
-  s3b = semaphore(c2, "rw", 3);
-  CHECK_RC(zkl_semaphore_tryacquire(s3b, &x), ZKL_EBUSY);
-  drop(&x);
-  job_start(&w, "rw", 3);
+  /* a member of N=100 waits its turn behind them, and the listing goes
+   * by the leases' N, not by the directory's */
+  job_start(&w, "rw", 100);
   QUEUED("rw", 4);
   CHECK_RC(zkl_mutex_queue(c, root, "rw", &list, &n), ZKL_OK);
   CHECK_INT(n, ==, 4);
@@ -247,28 +250,281 @@ static void test_rewritten_directory(void) {
   zkl_contenders_free(list, n);
   CHECK_RC(zkl_lease_release(l[0]), ZKL_OK);
   l[0] = NULL;
-  WAIT_FOR(atomic_load(&w.held), 5000);
-  CHECK(atomic_load(&w.held));
-  CHECK_RC(zkl_semaphore_tryacquire(s100, &x), ZKL_EMISMATCH);
-  drop(&x);
-  job_end(&w);
+  usleep(300 * 1000);
+  CHECK(!atomic_load(&w.held)); /* two of N=3 still live */
   for (i = 1; i < 3; i++)
     CHECK_RC(zkl_lease_release(l[i]), ZKL_OK);
-  /* no lease of N=3 left: the directory decides, for every object */
-  CHECK_RC(zkl_semaphore_tryacquire(s3, &x), ZKL_EMISMATCH);
-  drop(&x);
+  WAIT_FOR(atomic_load(&w.held), 5000);
+  CHECK(atomic_load(&w.held));
+  CHECK_RC(w.rc, ZKL_OK);
+  /* N=100 now, for every object */
   CHECK_RC(zkl_semaphore_tryacquire(s100, &x), ZKL_OK);
   CHECK_RC(zkl_semaphore_tryacquire(s3b, &l[0]), ZKL_EMISMATCH);
   CHECK(l[0] == NULL);
   drop(&l[0]);
-  CHECK_INT(queue_len("rw"), ==, 1);
+  CHECK_INT(queue_len("rw"), ==, 2);
   drop(&x);
+  job_end(&w);
   CHECK_INT(queue_count("rw"), ==, 0);
   zkl_semaphore_destroy(s3);
   zkl_semaphore_destroy(s3b);
   zkl_semaphore_destroy(s100);
   zkl_client_destroy(c2);
   zkl_client_destroy(c);
+}
+
+/* Issue 34, item 4: members of two N racing on a fresh name. Each racer is
+ * a member with its own client (session) and semaphore object; the racers
+ * of one round call zkl_semaphore_timedacquire() together (a barrier) and
+ * a granted one holds until the round says go. */
+/* Far beyond what a round takes (milliseconds), even under valgrind: a
+ * member that meets it has waited for something that never came. */
+#define RACE_DEADLINE_MS 10000
+
+struct racer {
+  zkl_client_t *c;
+  zkl_semaphore_t *s;
+  zkl_lease_t *l;
+  unsigned n;
+  int rc, release_rc;
+  _Atomic int done;
+  _Atomic int *go, *inside, *peak; /* inside and peak: of the racer's N */
+  pthread_barrier_t *bar;
+  pthread_t t;
+};
+
+static void *racer_main(void *arg) {
+  struct racer *r = arg;
+  int now, peak;
+  pthread_barrier_wait(r->bar);
+  r->rc = zkl_semaphore_timedacquire(r->s, zkl_now_ms() + RACE_DEADLINE_MS,
+                                     &r->l);
+  if (r->rc == ZKL_OK) {
+    now = atomic_fetch_add(r->inside, 1) + 1;
+    peak = atomic_load(r->peak);
+    while (now > peak && !atomic_compare_exchange_weak(r->peak, &peak, now))
+      ;
+  }
+  atomic_store(&r->done, 1);
+  if (r->rc != ZKL_OK)
+    return NULL;
+  while (!atomic_load(r->go))
+    usleep(2000);
+  atomic_fetch_sub(r->inside, 1);
+  r->release_rc = zkl_lease_release(r->l);
+  return NULL;
+}
+
+/* One round on `name`: k racers, r[i].c and r[i].n set; inside[] and
+ * peak[] are counted by N (index 0: N=2, 1: N=3). */
+static void race_start(struct racer *r, int k, const char *name,
+                       pthread_barrier_t *bar, _Atomic int *go,
+                       _Atomic int *inside, _Atomic int *peak) {
+  int i;
+  pthread_barrier_init(bar, NULL, (unsigned)k);
+  atomic_store(go, 0);
+  for (i = 0; i < 2; i++)
+    atomic_store(&inside[i], 0), atomic_store(&peak[i], 0);
+  for (i = 0; i < k; i++) {
+    r[i].s = semaphore(r[i].c, name, r[i].n);
+    r[i].l = NULL;
+    r[i].rc = r[i].release_rc = ZKL_OK;
+    atomic_store(&r[i].done, 0);
+    r[i].go = go;
+    r[i].inside = &inside[r[i].n == 3];
+    r[i].peak = &peak[r[i].n == 3];
+    r[i].bar = bar;
+  }
+  for (i = 0; i < k; i++)
+    pthread_create(&r[i].t, NULL, racer_main, &r[i]);
+}
+
+/* Lets the holders go, and checks that every racer granted released and
+ * that the round left no node in the semaphore. */
+static void race_end(struct racer *r, int k, const char *name,
+                     pthread_barrier_t *bar, _Atomic int *go) {
+  int i;
+  atomic_store(go, 1);
+  for (i = 0; i < k; i++) {
+    pthread_join(r[i].t, NULL);
+    CHECK_RC(r[i].release_rc, ZKL_OK);
+    CHECK_RC(zkl_semaphore_destroy(r[i].s), ZKL_OK);
+  }
+  pthread_barrier_destroy(bar);
+  CHECK_INT(queue_count(name), ==, 0);
+}
+
+static int race_done(const struct racer *r, int k) {
+  int i, n = 0;
+  for (i = 0; i < k; i++)
+    n += atomic_load(&r[i].done);
+  return n;
+}
+
+/* The N the semaphore's directory says, as the admin reads it; 0 if it
+ * says nothing we know. */
+static int dir_says(const char *name) {
+  char path[256], buf[32];
+  int len = sizeof buf - 1;
+  snprintf(path, sizeof path, "%s/%s", root, name);
+  admin_sync(path);
+  if (zoo_get(admin, path, 0, buf, &len, NULL) != ZOK || len < 5)
+    return 0;
+  buf[len] = '\0';
+  return strncmp(buf, "max=", 4) == 0 ? atoi(buf + 4) : 0;
+}
+
+/* How a round of two racers ended. */
+enum { RACE_ONE, RACE_BOTH_REFUSED, RACE_BOTH_HELD, RACE_OTHER };
+
+/* One round of a member of N=2 and one of N=3 (r[0], r[1] in some order)
+ * on `name`: exactly one is admitted, the other refused, and refused
+ * again on a retry while the winner holds; the directory says the
+ * winner's N (the rule). */
+static int race_pair(struct racer *r, const char *name) {
+  pthread_barrier_t bar;
+  _Atomic int go, inside[2], peak[2];
+  int done, w, lo, end;
+  race_start(r, 2, name, &bar, &go, inside, peak);
+  WAIT_FOR(race_done(r, 2) == 2, RACE_DEADLINE_MS + 2000);
+  done = race_done(r, 2) == 2; /* else rc is not to be read yet */
+  w = done && r[1].rc == ZKL_OK, lo = 1 - w;
+  if (!done) {
+    end = RACE_OTHER;
+    fprintf(stderr, "%s: a member still acquiring\n", name);
+  } else if (r[w].rc == ZKL_OK && r[lo].rc == ZKL_EMISMATCH) {
+    zkl_lease_t *x = NULL;
+    end = RACE_ONE;
+    CHECK_RC(zkl_semaphore_timedacquire(r[lo].s, zkl_now_ms() + 1000, &x),
+             ZKL_EMISMATCH);
+    drop(&x);
+    CHECK_INT(dir_says(name), ==, r[w].n);
+    CHECK_INT(queue_len(name), ==, 1);
+  } else if (r[0].rc == ZKL_EMISMATCH && r[1].rc == ZKL_EMISMATCH) {
+    end = RACE_BOTH_REFUSED;
+  } else if (r[0].rc == ZKL_OK && r[1].rc == ZKL_OK) {
+    end = RACE_BOTH_HELD;
+  } else {
+    end = RACE_OTHER;
+    fprintf(stderr, "%s: N=%u %s, N=%u %s\n", name, r[0].n,
+            zkl_err_name(r[0].rc), r[1].n, zkl_err_name(r[1].rc));
+  }
+  race_end(r, 2, name, &bar, &go);
+  return end;
+}
+
+/* Rounds of race_pair() on names never used (bare: each directory made
+ * first, with no data, as an operator or another recipe may have). */
+static void race_pairs(int rounds, int bare) {
+  struct racer r[2];
+  char name[32], path[256];
+  int round, i, ends[4] = {0, 0, 0, 0};
+  new_root();
+  memset(r, 0, sizeof r);
+  for (i = 0; i < 2; i++)
+    r[i].c = client(10000);
+  for (round = 0; round < rounds; round++) {
+    snprintf(name, sizeof name, "%s%d", bare ? "bare" : "race", round);
+    if (bare) {
+      snprintf(path, sizeof path, "%s/%s", root, name);
+      CHECK_INT(admin_create_in_root(path, NULL, -1), ==, ZOK);
+    }
+    for (i = 0; i < 2; i++) /* which client has which N: alternate */
+      r[i].n = (unsigned)(i ^ (round & 1)) ? 3 : 2;
+    ends[race_pair(r, name)]++;
+    if (bare)
+      cleanup_tree(path);
+  }
+  printf("race%s: %d/%d rounds exactly one N admitted, %d both refused, "
+         "%d both admitted, %d other\n",
+         bare ? " (bare directories)" : "", ends[RACE_ONE], rounds,
+         ends[RACE_BOTH_REFUSED], ends[RACE_BOTH_HELD], ends[RACE_OTHER]);
+  CHECK_INT(ends[RACE_ONE], ==, rounds);
+  CHECK_INT(ends[RACE_BOTH_HELD], ==, 0);
+  for (i = 0; i < 2; i++)
+    CHECK_RC(zkl_client_destroy(r[i].c), ZKL_OK);
+}
+
+/* Two members, N=2 and N=3, on a fresh name each round: exactly one N is
+ * admitted (the directory's max=N, written by whoever made it), the other
+ * gets ZKL_EMISMATCH, and again on a retry while the winner holds. */
+static void test_race_two_n(void) { race_pairs(32, 0); }
+
+/* The same on a directory that has no data yet: the N of whoever's
+ * conditional write of max=N lands first. */
+static void test_race_bare_directory(void) { race_pairs(8, 1); }
+
+/* Three members of N=2 and three of N=3 on a fresh name each round: the
+ * members of one N are admitted up to their N (all three of N=3, or two
+ * of N=2 and the third once one of them releases), every member of the
+ * other N gets ZKL_EMISMATCH, and again on a retry while the winners
+ * hold. */
+static void test_race_groups(void) {
+  enum { ROUNDS = 12, K = 6 };
+  struct racer r[K];
+  pthread_barrier_t bar;
+  _Atomic int go, inside[2], peak[2];
+  char name[32];
+  int round, i, good = 0, mixed = 0, none = 0;
+  new_root();
+  memset(r, 0, sizeof r);
+  for (i = 0; i < K; i++)
+    r[i].c = client(10000);
+  for (round = 0; round < ROUNDS; round++) {
+    int ok[2] = {0, 0}, mis[2] = {0, 0}, g, w, waiting = -1;
+    snprintf(name, sizeof name, "group%d", round);
+    for (i = 0; i < K; i++) /* interleaved: 2 3 2 3 2 3, or 3 2 3 2 3 2 */
+      r[i].n = (unsigned)((i + round) & 1) ? 3 : 2;
+    race_start(r, K, name, &bar, &go, inside, peak);
+    /* all done, or all but a third member of N=2 behind two holders */
+    WAIT_FOR(race_done(r, K) == K ||
+                 (race_done(r, K) == K - 1 && atomic_load(&inside[0]) == 2),
+             RACE_DEADLINE_MS + 2000);
+    usleep(100 * 1000); /* a third of N=2 has its chance to get in wrongly */
+    for (i = 0; i < K; i++) {
+      g = r[i].n == 3;
+      if (!atomic_load(&r[i].done))
+        waiting = i;
+      else if (r[i].rc == ZKL_OK)
+        ok[g]++;
+      else if (r[i].rc == ZKL_EMISMATCH)
+        mis[g]++;
+    }
+    w = ok[1] > 0; /* the N admitted, if one is */
+    if ((ok[0] > 0) != (ok[1] > 0) && mis[1 - w] == 3 &&
+        ok[w] == (w ? 3 : 2) && atomic_load(&peak[w]) == (w ? 3 : 2) &&
+        (w ? waiting < 0 : waiting >= 0 && r[waiting].n == 2)) {
+      zkl_lease_t *x = NULL;
+      good++;
+      for (i = 0; i < K && r[i].n == (w ? 3u : 2u); i++)
+        ;
+      CHECK_RC(zkl_semaphore_timedacquire(r[i].s, zkl_now_ms() + 1000, &x),
+               ZKL_EMISMATCH);
+      drop(&x);
+      CHECK_INT(dir_says(name), ==, w ? 3 : 2);
+    } else {
+      if (ok[0] > 0 && ok[1] > 0)
+        mixed++;
+      if (ok[0] == 0 && ok[1] == 0)
+        none++;
+      fprintf(stderr,
+              "round %d: N=2 %d admitted %d refused, N=3 %d admitted %d "
+              "refused, %s waiting\n",
+              round, ok[0], mis[0], ok[1], mis[1], waiting < 0 ? "none" : "one");
+    }
+    race_end(r, K, name, &bar, &go);
+    if (waiting >= 0) /* got in once the holders went */
+      CHECK_RC(r[waiting].rc, ZKL_OK);
+    CHECK_INT(atomic_load(&peak[0]), <=, 2);
+    CHECK_INT(atomic_load(&peak[1]), <=, 3);
+  }
+  printf("race groups: %d/%d rounds one N admitted up to its N and the "
+         "other refused, %d with both N admitted, %d with none\n",
+         good, ROUNDS, mixed, none);
+  CHECK_INT(good, ==, ROUNDS);
+  CHECK_INT(mixed, ==, 0);
+  for (i = 0; i < K; i++)
+    CHECK_RC(zkl_client_destroy(r[i].c), ZKL_OK);
 }
 
 /* A lock and a semaphore on one name exclude each other. */
@@ -417,6 +673,9 @@ int main(void) {
   RUN(test_fifo_any_order_and_relay);
   RUN(test_mismatch_and_bare_directory);
   RUN(test_rewritten_directory);
+  RUN(test_race_two_n);
+  RUN(test_race_bare_directory);
+  RUN(test_race_groups);
   RUN(test_lock_excludes_leases);
   RUN(test_listing);
   RUN(test_many_clients);

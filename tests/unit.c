@@ -222,6 +222,7 @@ static void test_decide_lease(void) {
   zkl__decide(e, 6, 5, NULL, 4, &p); /* behind a lock: waits, whatever N */
   CHECK(p.before >= 1);
   CHECK_INT(p.watch[0], ==, 4);
+  CHECK(p.relist_on_change && !p.poll); /* a lock only goes */
   zkl__decide(e, 6, 4, NULL, 2, &p); /* the lock waits for every lease */
   CHECK_INT(p.before, ==, 4);
   CHECK_INT(zkl__dir_limit("max=3", 5), ==, 3);
@@ -233,8 +234,9 @@ static void test_decide_lease(void) {
 }
 
 /* A lease's name carries its N before the marker, where every parser
- * still sees a lease; a member gives way to the nearest lease before it
- * that carries another N, and to none after it. */
+ * still sees a lease; a lease of another N before a member's own is in
+ * its way as a lock is (it waits, never holds beside it), and a lease
+ * whose name carries no N (an older version's) counts as the member's. */
 static void test_lease_limit(void) {
   char *names[] = {
       "0123456789abcdef0123456789abcdef-n3-lease-0000000001",
@@ -244,8 +246,9 @@ static void test_lease_limit(void) {
       "4123456789abcdef0123456789abcdef-n100-lease-0000000005",
   };
   zkl__entry_t *e = NULL;
+  zkl__plan_t p;
   int32_t s = 0;
-  int k = 0, agree = -1;
+  int k = 0;
   CHECK(zkl__name_parse(names[2], &s, &k));
   CHECK_INT(s, ==, 3);
   CHECK(k & ZKL__KIND_LEASE);
@@ -263,21 +266,33 @@ static void test_lease_limit(void) {
   CHECK_INT(zkl__lease_limit("n3-lease-0000000001"), ==, 0);
   CHECK_INT(zkl__lease_limit("g-n3-lock-0000000001"), ==, 0);
   CHECK_INT(zkl__contenders(names, 5, &e), ==, 5);
-  CHECK_INT(zkl__lease_disagrees(e, 5, 0, NULL, 3, &agree), ==, -1);
-  CHECK_INT(agree, ==, 0);
-  /* the first of N=100 gives way to the lease of N=3 before it */
-  CHECK_INT(zkl__lease_disagrees(e, 5, 2, NULL, 100, &agree), ==, 0);
-  CHECK_INT(agree, ==, 0);
-  /* the nearest disagreeing one is named; an older name counts not */
-  CHECK_INT(zkl__lease_disagrees(e, 5, 3, NULL, 3, &agree), ==, 2);
-  CHECK_INT(agree, ==, 1);
-  CHECK_INT(zkl__lease_disagrees(e, 5, 4, NULL, 100, &agree), ==, 3);
-  CHECK_INT(agree, ==, 1);
+  zkl__decide(e, 5, 0, NULL, 3, &p);
+  CHECK_INT(p.before, ==, 0);
+  zkl__decide(e, 5, 1, NULL, 3, &p); /* no N: one of ours, 1 < 3 */
+  CHECK_INT(p.before, ==, 0);
+  /* the first of N=100 waits behind the lease of N=3 before it, as
+   * behind a lock: it watches the nearest node and lists again when it
+   * changes, with no hand-off; that node is a lease of its own (no N:
+   * counted as its own), which marks its node when granted, and the mark
+   * may be lost: it polls */
+  zkl__decide(e, 5, 2, NULL, 100, &p);
+  CHECK_INT(p.before, ==, 1);
+  CHECK_INT(p.nwatch, ==, 1);
+  CHECK_INT(p.watch[0], ==, 1);
+  CHECK(p.relist_on_change && p.poll && !p.handoff && !p.any);
+  /* the second of N=3: two of its N before it would let it in, the lease
+   * of N=100 between does not; that one only goes: no poll */
+  zkl__decide(e, 5, 3, NULL, 3, &p);
+  CHECK_INT(p.before, ==, 1);
+  CHECK_INT(p.watch[0], ==, 2);
+  CHECK(p.relist_on_change && !p.poll);
+  zkl__decide(e, 5, 4, NULL, 100, &p);
+  CHECK_INT(p.before, ==, 2);
   /* left out (planted, not ephemeral): not in the way */
   {
     unsigned char skip[5] = {1, 0, 0, 1, 0};
-    CHECK_INT(zkl__lease_disagrees(e, 5, 4, skip, 100, &agree), ==, -1);
-    CHECK_INT(agree, ==, 1);
+    zkl__decide(e, 5, 4, skip, 100, &p);
+    CHECK_INT(p.before, ==, 0);
   }
   free(e);
 }
@@ -699,7 +714,58 @@ static void test_out_null_on_failure(void) {
   CHECK(q == NULL && n == 0);
 }
 
+/* digest.c: SHA-1 (FIPS 180-4's examples, and a two-block tail), base64,
+ * and the digest id ZooKeeper gives the test ensemble's super user
+ * (scripts/zk-ensemble.sh), computed the same way from its credentials. */
+static void hex(const unsigned char *b, size_t n, char *out) {
+  size_t i;
+  for (i = 0; i < n; i++)
+    sprintf(out + 2 * i, "%02x", b[i]);
+}
+
+static void test_digest(void) {
+  static const struct {
+    const char *in, *sha1;
+  } v[] = {
+      {"", "da39a3ee5e6b4b0d3255bfef95601890afd80709"},
+      {"abc", "a9993e364706816aba3e25717850c26c9cd0d89d"},
+      {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+       "84983e441c3bd26ebaae4aa1f95129e5e54670f1"},
+      {"The quick brown fox jumps over the lazy dog",
+       "2fd4e1c67a2d28fced849ee1bb76e7391b93eb12"},
+  };
+  unsigned char sum[20];
+  char h[41], b64[64];
+  zkl__identity_t a, b;
+  size_t i;
+  for (i = 0; i < sizeof v / sizeof v[0]; i++) {
+    zkl__sha1(v[i].in, strlen(v[i].in), sum);
+    hex(sum, 20, h);
+    CHECK_STR(h, v[i].sha1);
+  }
+  CHECK_INT(zkl__base64((const unsigned char *)"f", 1, b64), ==, 4);
+  CHECK_STR(b64, "Zg==");
+  zkl__base64((const unsigned char *)"fo", 2, b64);
+  CHECK_STR(b64, "Zm8=");
+  zkl__base64((const unsigned char *)"foobar", 6, b64);
+  CHECK_STR(b64, "Zm9vYmFy");
+  zkl__sha1("super:zklock-test-super", 23, sum);
+  zkl__base64(sum, 20, b64);
+  CHECK_STR(b64, "VBgGM0yVI2N64eWfTnvWeUWwxKw=");
+  /* two clients, two identities; each id is "user:" + 28 characters */
+  CHECK_RC(zkl__identity_make(&a), ZKL_OK);
+  CHECK_RC(zkl__identity_make(&b), ZKL_OK);
+  CHECK(strcmp(a.cred, b.cred) != 0);
+  CHECK(strncmp(a.cred, "zkl-", 4) == 0 && strchr(a.cred, ':') != NULL);
+  CHECK_INT(strlen(a.acl_id), ==, 4 + 32 + 1 + 28);
+  CHECK(strncmp(a.acl_id, a.cred, 4 + 32 + 1) == 0);
+  zkl__sha1(a.cred, strlen(a.cred), sum);
+  zkl__base64(sum, 20, b64);
+  CHECK_STR(a.acl_id + 4 + 32 + 1, b64);
+}
+
 int main(void) {
+  RUN(test_digest);
   RUN(test_seq_parse);
   RUN(test_name_parse);
   RUN(test_name_foreign);

@@ -85,13 +85,6 @@ ZKL__HIDDEN void zkl__decide(const zkl__entry_t *e, int n, int me,
                              zkl__plan_t *p);
 /* The N a lease's name carries (<guid>-n<N>-lease-<seq>), or 0. */
 ZKL__HIDDEN int zkl__lease_limit(const char *node);
-/* For e[me], a lease of a semaphore of `limit` leases: the nearest lease
- * before it (skip[i] set left out) whose name carries another N, or -1;
- * *agree gets how many before it carry `limit`. Leases whose names carry
- * no N count as neither. */
-ZKL__HIDDEN int zkl__lease_disagrees(const zkl__entry_t *e, int n, int me,
-                                     const unsigned char *skip, int limit,
-                                     int *agree);
 /* Whether any entry (skip[i] set left out) comes after e[me]. */
 ZKL__HIDDEN int zkl__any_after(const zkl__entry_t *e, int n, int me,
                                const unsigned char *skip);
@@ -169,6 +162,23 @@ ZKL__HIDDEN char *zkl__dir_data(int limit);
 /* The N of a directory's "max=N", exactly as zkl__dir_data writes it (no
  * sign, no leading zero, 1..ZKL_LEASES_MAX); 0 for anything else. */
 ZKL__HIDDEN int zkl__dir_limit(const char *d, size_t len);
+
+/* ---- digest.c ------------------------------------------------------------ */
+/* A client's own digest identity (see digest.c): the credentials its
+ * sessions authenticate with, and the id an ACL names it by. */
+typedef struct zkl__identity {
+  char cred[4 + 2 * ZKL__GUID_LEN + 2];   /* "zkl-USER:SECRET" */
+  char acl_id[4 + ZKL__GUID_LEN + 1 + 29]; /* "zkl-USER:" base64(SHA-1) */
+} zkl__identity_t;
+ZKL__HIDDEN int zkl__identity_make(zkl__identity_t *id);
+/* The id an ACL names digest credentials "user:password" by,
+ * "user:base64(sha1(user:password))", in out (size bytes): ZKL_OK, or
+ * ZKL_EINVAL (no ':', or too long). */
+ZKL__HIDDEN int zkl__digest_id(const char *cred, char *out, size_t size);
+ZKL__HIDDEN void zkl__sha1(const void *data, size_t len,
+                           unsigned char out[20]);
+/* base64 of n bytes into out (room for 4 * ((n + 2) / 3) + 1); its length */
+ZKL__HIDDEN size_t zkl__base64(const unsigned char *in, size_t n, char *out);
 
 /* ---- util.c -------------------------------------------------------------- */
 ZKL__HIDDEN int zkl__valid_name(const char *name);
@@ -259,6 +269,13 @@ struct zkl_client {
   const struct ACL_vector *acl; /* of every node we create */
   struct ACL acl_entries[2];    /* acl's storage for ZKL_ACL_CREATOR */
   struct ACL_vector acl_vec;
+  /* Our own identity, which every session of ours authenticates with, and
+   * the ACL of the nodes whose release it guards: read for everyone,
+   * everything for it alone (release.c) */
+  zkl__identity_t ident;
+  char user_id[256]; /* ZKL_ACL_CREATOR with digest credentials: their id */
+  struct ACL own_entries[2];
+  struct ACL_vector own_acl;
   zkl_log_fn log_fn;
   void *log_ctx;
   int log_level;
@@ -278,6 +295,7 @@ struct zkl_client {
   zkl__acq_t *acqs;
   int nqueues;
   zkl__went_t *wtab[ZKL__WTAB]; /* watched paths, by hash */
+  zkl__went_t *ftab[ZKL__WTAB]; /* flat locks' claims (acq.c), by hash */
   uint64_t evseq;
 
   pthread_t ev_thread;

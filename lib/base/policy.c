@@ -305,12 +305,28 @@ static void watch_nearest(const zkl__entry_t *e, int n, int me,
 static int any_kind(int kind) { return kind != 0; }
 static int lease_kind(int kind) { return (kind & ZKL__KIND_LEASE) != 0; }
 
+/* Whether e[i] is a lease of our semaphore of `limit` leases: its name
+ * carries our N, or none (an older version's, counted as ours, as that
+ * version counts ours). */
+static int our_lease(const zkl__entry_t *x, int limit) {
+  int v;
+  if (!(x->kind & ZKL__KIND_LEASE))
+    return 0;
+  v = zkl__lease_limit(x->name);
+  return v == 0 || v == limit;
+}
+
 /* A lease of a semaphore of `limit` leases holds while fewer than `limit`
- * leases, and no node of another kind, are before it. The first waiter
- * (exactly `limit` leases before it) watches them all, and the first
- * deletion proves it holds. A later waiter watches its predecessor, and
- * relists when it goes or is marked held (the relay: see release.c), or
- * after a while in case the mark was never written. */
+ * leases, and no node of another kind, are before it. A lease whose name
+ * carries another N is of another kind: leases of two N exclude each
+ * other as a lock and a lease do, the first to come holding first, so
+ * they are never granted together whatever anyone writes anywhere
+ * (which N may join at all is the directory's max=N: recover.c). The
+ * first waiter (exactly `limit` leases before it) watches them all, and
+ * the first deletion proves it holds. A later waiter watches its
+ * predecessor, and relists when it goes or is marked held (the relay: see
+ * release.c), or, if that is a lease of ours, after a while in case the
+ * mark was never written. */
 static void decide_lease(const zkl__entry_t *e, int n, int me,
                          const unsigned char *skip, int limit,
                          zkl__plan_t *p) {
@@ -318,7 +334,7 @@ static void decide_lease(const zkl__entry_t *e, int n, int me,
   for (i = 0; i < n; i++) {
     if (i == me || (skip && skip[i]) || !before(&e[i], &e[me]))
       continue;
-    if (e[i].kind & ZKL__KIND_LEASE)
+    if (our_lease(&e[i], limit))
       leases++;
     else
       others++;
@@ -336,7 +352,9 @@ static void decide_lease(const zkl__entry_t *e, int n, int me,
   }
   p->watch[p->nwatch++] = nearest;
   p->relist_on_change = 1;
-  p->poll = !others;
+  /* a lease of ours marks its node when granted (the relay), and the mark
+   * may be lost: poll. Anything else only goes. */
+  p->poll = our_lease(&e[nearest], limit);
 }
 
 /* A zklock lease's name says its semaphore's N right before the marker:
@@ -361,22 +379,6 @@ int zkl__lease_limit(const char *node) {
   for (p = d; p < m; p++)
     v = v * 10 + (*p - '0');
   return v <= ZKL_LEASES_MAX ? (int)v : 0;
-}
-
-int zkl__lease_disagrees(const zkl__entry_t *e, int n, int me,
-                         const unsigned char *skip, int limit, int *agree) {
-  int i, found = -1, v;
-  *agree = 0;
-  for (i = 0; i < n; i++) {
-    if (i == me || (skip && skip[i]) || !(e[i].kind & ZKL__KIND_LEASE) ||
-        !before(&e[i], &e[me]) || !(v = zkl__lease_limit(e[i].name)))
-      continue;
-    if (v == limit)
-      (*agree)++;
-    else if (found < 0 || nearer(&e[i], &e[found], &e[me]))
-      found = i;
-  }
-  return found;
 }
 
 /* Sound for the mutex's reason: no node lower than ours appears after our

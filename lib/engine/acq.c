@@ -47,6 +47,48 @@ static int is_hold(const zkl__acq_t *a) {
          st == ZKL_STATE_REVOKE_REQUESTED;
 }
 
+/* ---- flat locks' claims --------------------------------------------------- */
+
+static unsigned bucket(const char *path);
+static void kick(zkl__acq_t *a);
+
+int zkl__claim_take(zkl_client_t *c, zkl__acq_t *a, const char *path) {
+  unsigned b = bucket(path);
+  zkl__went_t *e;
+  if (a->claim.path && a->claim.idx == 0)
+    return 1;
+  for (e = c->ftab[b]; e; e = e->next)
+    if (e->idx == 0 && e->a != a && strcmp(e->path, path) == 0)
+      break;
+  if (e && a->claim.path) /* waiting already */
+    return 0;
+  zkl__claim_drop(c, a);
+  a->claim.path = path;
+  a->claim.a = a;
+  a->claim.idx = e ? 1 : 0;
+  a->claim.next = c->ftab[b];
+  c->ftab[b] = &a->claim;
+  return !e;
+}
+
+void zkl__claim_drop(zkl_client_t *c, zkl__acq_t *a) {
+  zkl__went_t **pp, *e;
+  const char *path = a->claim.path;
+  int owner = a->claim.idx == 0;
+  if (!path)
+    return;
+  for (pp = &c->ftab[bucket(path)]; *pp; pp = &(*pp)->next)
+    if (*pp == &a->claim) {
+      *pp = a->claim.next;
+      break;
+    }
+  a->claim.path = NULL;
+  if (owner) /* the next one tries */
+    for (e = c->ftab[bucket(path)]; e; e = e->next)
+      if (e->idx == 1 && strcmp(e->path, path) == 0)
+        kick(e->a);
+}
+
 /* Under c->mu: the hold is gone for good. Its session reference is dropped
  * at once so that an expired handle can be closed. */
 static void lose(zkl_client_t *c, zkl__acq_t *a) {
@@ -56,6 +98,8 @@ static void lose(zkl_client_t *c, zkl__acq_t *a) {
   zkl__set_state(c, a, ZKL_STATE_LOST);
   zkl__session_put(c, a->sess);
   a->sess = NULL;
+  /* a lost hold is never released with a delete: its name is free */
+  zkl__claim_drop(c, a);
 }
 
 int zkl__owns_on(const zkl__acq_t *a, const zkl__session_t *s,

@@ -8,7 +8,8 @@
  * writer, up to ZKL__WATCH_MAX; getData, so a node already gone leaves no
  * watch behind). The run parks until a watched node goes. When the plan
  * proves that nothing lower can have appeared, we hold without listing
- * again (the zero-read hand-off); otherwise we list again.
+ * again (the zero-read hand-off); otherwise we list again. The wait
+ * itself is wait.c's.
  *
  * Every path that gives up deletes our node: at once, or through the
  * client's deferred deletes when the connection is down, or by the session
@@ -26,12 +27,12 @@
 #define NONODE_RETRIES 8
 
 static void after_look(zkl__acq_t *a, int rc);
+static void waited(zkl__acq_t *a, int rc);
 static void join_failed(zkl__acq_t *a, int rc);
 static void step_join(zkl__acq_t *a);
 static void step_list_start(zkl__acq_t *a);
+static void step_list_first(zkl__acq_t *a);
 static void step_position(zkl__acq_t *a);
-static void step_wait(zkl__acq_t *a);
-static void try_last(zkl__acq_t *a);
 static void step_joined(zkl__acq_t *a);
 static void agreed(zkl__acq_t *a, int rc);
 static void join_reconnected(zkl__acq_t *a, int rc);
@@ -39,10 +40,6 @@ static void step_list(zkl__acq_t *a);
 static void step_listed(zkl__acq_t *a);
 static void step_own_read(zkl__acq_t *a);
 static void confirm(zkl__acq_t *a, int fresh);
-static void step_read(zkl__acq_t *a);
-static void step_read_done(zkl__acq_t *a);
-static void step_try_read_done(zkl__acq_t *a);
-static void step_wait_eval(zkl__acq_t *a);
 
 /* ---- a look at the queue: the top of every pass ------------------------- */
 
@@ -63,9 +60,11 @@ static void after_look(zkl__acq_t *a, int rc) {
   } else if (rc != ZKL_OK) {
     zkl__end_run(a, rc);
   } else if (r->mode == ZKL__TRY) {
-    try_last(a);
+    r->back = after_look;
+    zkl__try_last(a);
   } else {
-    r->next = step_wait;
+    r->back = waited;
+    r->next = zkl__step_wait;
   }
 }
 
@@ -221,7 +220,10 @@ static void step_joined(zkl__acq_t *a) {
     zkl__adopt(a, r->cr.path, &r->cr.stat);
     r->cr.path = NULL;
     r->nonode = 0;
-    r->first = 0; /* any other pass is trouble */
+    /* r->first stays until our first look at the queue has come to
+     * something (after_look()): the listing a lean join leaves for later,
+     * and the read of our own node that may confirm a hold, are part of
+     * it (zklock.h, TIME) */
     if (r->unlisted && first_born(a)) {
       /* alone in it: ours to take along at release if we made it */
       q->dir_alone = r->made_dir;
@@ -285,9 +287,10 @@ void zkl__joined(zkl__acq_t *a) {
       r->agreed = 1;
     } else {
       /* read before our create: maybe of an earlier incarnation, or
-       * rewritten since */
-      if (r->have_list && r->gd.rc == ZOK &&
-          (r->gd.stat.czxid != r->ls.stat.czxid ||
+       * rewritten since; with no listing to tell, read it again (a member
+       * judges the directory as it was once its node was made) */
+      if (r->gd.rc == ZOK &&
+          (!r->have_list || r->gd.stat.czxid != r->ls.stat.czxid ||
            r->gd.stat.version != r->ls.stat.version))
         r->gd.rc = ZCONNECTIONLOSS;
       r->tries = 0;
@@ -312,7 +315,9 @@ static void agreed(zkl__acq_t *a, int rc) {
   } else if (rc != ZKL_OK) {
     zkl__end_run(a, rc);
   } else {
-    r->next = r->have_list ? step_position : step_list_start;
+    r->next = r->have_list ? step_position
+              : r->first     ? step_list_first
+                             : step_list_start;
   }
 }
 
@@ -320,6 +325,13 @@ static void agreed(zkl__acq_t *a, int rc) {
 
 static void step_list_start(zkl__acq_t *a) {
   a->run->first = 0;
+  step_list_first(a);
+}
+
+/* The listing a lean join left to make (step_joined): the deadline does
+ * not stop it, as it would not have stopped the listing sent with the
+ * create (zkl__step_top). */
+static void step_list_first(zkl__acq_t *a) {
   a->run->epoch = a->q->c->conn_epoch;
   a->run->next = step_list;
 }
@@ -350,13 +362,16 @@ static void step_list(zkl__acq_t *a) {
     list_result(a, ZKL__RETRY);
     return;
   }
-  if ((rc = zkl__stopped_strict(r)) != ZKL_OK) {
+  /* strict unless this is our first look (step_list_first) */
+  if ((rc = zkl__stopped(r)) != ZKL_OK) {
     list_result(a, rc);
     return;
   }
   /* Sent while disconnected, a request would wait in the C client for the
-   * reconnection or its failure, past our deadline: wait here instead. */
+   * reconnection or its failure, past our deadline: wait here instead,
+   * as trouble (the deadline holds). */
   if (c->state != ZKL_CLIENT_CONNECTED) {
+    r->first = 0;
     zkl__await_conn(a, s, c->conn_epoch, list_reconnected);
     return;
   }
@@ -375,10 +390,13 @@ static void step_listed(zkl__acq_t *a) {
   zkl__session_put(a->q->c, s);
   r->rs = NULL;
   if (rc == ZOK) {
+    /* our first look goes on to its end (a hold, or after_look()): the
+     * read of our own node that may confirm a hold is part of it */
     r->have_list = 1;
     r->next = step_position;
     return;
   }
+  r->first = 0; /* trouble: the deadline holds from here on */
   zkl__call_free(&r->ls);
   if (zkl__is_conn_error(rc))
     zkl__await_conn(a, s, r->repoch, list_reconnected);
@@ -393,16 +411,16 @@ static void step_listed(zkl__acq_t *a) {
 /* ---- our place in the queue ---------------------------------------------- */
 
 /* Finds our place in a listing, from our own node's point of view (see
- * policy.c). Returns ZKL__HOLD, ZKL_EMISMATCH (a lease before ours carries
- * another N), ZKL_EREVOKED or ZKL__RETRY (our node is not there),
- * or ZKL_OK with *w: the nodes to watch, and whether their deletion alone
- * will prove we hold. */
+ * policy.c: a lease before ours that carries another N is in our way as a
+ * lock is). Returns ZKL__HOLD, ZKL_EREVOKED or ZKL__RETRY (our node is
+ * not there), or ZKL_OK with *w: the nodes to watch, and whether their
+ * deletion alone will prove we hold. */
 static int position(zkl__acq_t *a, const zkl__call_t *ls, zkl__waitset_t *w) {
   zkl__run_t *r = a->run;
   const char *me = strrchr(a->path, '/') + 1;
   zkl__entry_t *e;
   unsigned char *skip;
-  int n, i, idx = -1, rc = ZKL_OK, d, agree;
+  int n, i, idx = -1, rc = ZKL_OK;
   r->behind = 0;
   n = zkl__contenders(ls->kids.data, ls->kids.count, &e);
   if (n < 0)
@@ -420,17 +438,6 @@ static int position(zkl__acq_t *a, const zkl__call_t *ls, zkl__waitset_t *w) {
   }
   if (idx < 0) {
     rc = zkl__gone(a);
-  } else if (a->q->limit && (e[idx].kind & ZKL__KIND_LEASE) &&
-             (d = zkl__lease_disagrees(e, n, idx, skip, a->q->limit, &agree)) >=
-                 0) {
-    /* see "agreeing on N" above: the later of two disagreeing members
-     * always sees the earlier one, and it is the one to give way */
-    zkl__post_log(a->q->c, ZKL_LOG_ERROR,
-                  "%s/%s: a live lease made with max=%d, this member with "
-                  "max=%d: refusing to join",
-                  a->q->dir, e[d].name, zkl__lease_limit(e[d].name),
-                  a->q->limit);
-    rc = ZKL_EMISMATCH;
   } else {
     zkl__decide(e, n, idx, skip, a->q->limit, &w->plan);
     if (!w->plan.before)
@@ -545,256 +552,17 @@ static void confirm(zkl__acq_t *a, int fresh) {
     read_own(a, ZKL__HOLD);
 }
 
-/* A watch said our waiting node was deleted, or is someone else's. The
- * end of our own session deletes it too, and our watch may hear of that
- * before we hear of the end (a session closed by the server, or by
- * another handle): ask before believing it. Ours after all: look again. */
-static void check_revoked(zkl__acq_t *a) { read_own(a, ZKL__RELIST); }
-
-/* ---- waiting ------------------------------------------------------------- */
-
-/* Watches the wait set and parks until its nodes go. Our own node gets a
- * watch too, once per acquisition: deleted or replaced while we wait, the
- * wait ends (ZKL_EREVOKED), and the same watch serves the hold that
- * follows. A watched node whose data changes is read again: its data may
- * prove we hold (a downgrade); a change never means it is gone. Ends with
- * ZKL__HOLD (zero-read hand-off), ZKL__RELIST, ZKL__RETRY, or an error. */
-static void step_wait(zkl__acq_t *a) {
-  zkl__run_t *r = a->run;
-  zkl_client_t *c = a->q->c;
-  int rc, i;
-  if ((rc = zkl__stopped(r)) != ZKL_OK) {
-    zkl__waitset_free(&r->w);
-    after_look(a, rc);
-    return;
-  }
-  r->waited = 1;
-  r->polled = r->gone_all = r->gone_any = r->changed = 0;
-  memset(r->wflags, ZKL__W_READ, sizeof r->wflags);
-  a->watch = r->w.paths;
-  a->wflags = r->wflags;
-  a->nwatch = r->w.plan.nwatch;
-  for (i = 0; i < a->nwatch; i++)
-    zkl__went_add(c, &r->went[i], r->w.paths[i], a, i);
-  if (a->own_watch == ZKL__OWN_NONE && !(a->q->flags & ZKL__Q_NO_NODE_WATCH))
-    zkl__watch_own(c, a->sess, a);
-  r->until = r->deadline;
-  if (r->w.plan.poll &&
-      (r->until < 0 || r->until > zkl_now_ms() + ZKL__POLL_MS))
-    r->until = zkl_now_ms() + ZKL__POLL_MS;
-  r->next = step_read;
-}
-
-/* How the wait ended: rc is ZKL_OK when the flags tell. */
-static void wait_end(zkl__acq_t *a, int rc) {
-  zkl__run_t *r = a->run;
-  zkl_client_t *c = a->q->c;
-  int i;
-  for (i = 0; i < a->nwatch; i++)
-    zkl__went_del(c, &r->went[i]);
-  a->watch = NULL;
-  a->wflags = NULL;
-  a->nwatch = 0;
-  if (a->session_lost)
-    rc = ZKL__RETRY;
-  else if (a->revoked)
-    rc = ZKL__REVOKED;
-  else if (rc != ZKL_OK)
-    ;
-  else if (r->polled || r->changed)
-    rc = ZKL__RELIST;
-  /* The zero-read hand-off is only sound if nothing happened in between
-   * that could have made our last listing stale: no reconnection. */
-  else if ((r->gone_all || (r->gone_any && r->w.plan.any)) &&
-           r->w.plan.handoff && c->conn_epoch == r->epoch &&
-           c->state == ZKL_CLIENT_CONNECTED)
-    rc = ZKL__HOLD;
-  else
-    rc = ZKL__RELIST;
-  zkl__waitset_free(&r->w);
-  if ((r->handoff = rc == ZKL__HOLD)) /* zkl_client_stats_t.handoffs */
+/* How a wait (wait.c) ended. A hand-off holds once our own node is
+ * confirmed. A watch that said our waiting node was deleted, or is
+ * someone else's, is asked again: the end of our own session deletes it
+ * too, and our watch may hear of that before we hear of the end (a
+ * session closed by the server, or by another handle). Ours after all:
+ * look again. */
+static void waited(zkl__acq_t *a, int rc) {
+  if (rc == ZKL__HOLD)
     confirm(a, 0);
   else if (rc == ZKL__REVOKED)
-    check_revoked(a);
+    read_own(a, ZKL__RELIST);
   else
     after_look(a, rc);
-}
-
-static void read_reconnected(zkl__acq_t *a, int rc) {
-  wait_end(a, rc == ZKL_OK ? ZKL__RELIST : rc);
-}
-
-/* Reads, with a watch, every node of the wait set still to be read, in one
- * round trip. */
-static void step_read(zkl__acq_t *a) {
-  zkl__run_t *r = a->run;
-  zkl_client_t *c = a->q->c;
-  zkl__session_t *s = a->sess;
-  int i, k = 0;
-  if (c->state != ZKL_CLIENT_CONNECTED) { /* as in step_list() */
-    zkl__await_conn(a, s, r->epoch, read_reconnected);
-    return;
-  }
-  for (i = 0; i < a->nwatch; i++)
-    k += (a->wflags[i] & ZKL__W_READ) != 0;
-  if (!k) {
-    r->next = step_wait_eval;
-    return;
-  }
-  if (!(r->reads = calloc((size_t)a->nwatch, sizeof *r->reads))) {
-    wait_end(a, ZKL_ENOMEM);
-    return;
-  }
-  r->rs = s;
-  s->refs++;
-  for (i = 0; i < a->nwatch; i++) {
-    if (!(a->wflags[i] & ZKL__W_READ))
-      continue;
-    a->wflags[i] &= ~(ZKL__W_READ | ZKL__W_CHANGED);
-    zkl__prep(a, &r->reads[i]);
-    zkl__sent(a, &r->reads[i], zkl__get(&r->reads[i], s, a->watch[i], 1));
-  }
-  r->next = step_read_done;
-}
-
-/* A node already gone is marked so; one that is not ephemeral is never
- * waited for (ZKL__RELIST); watch[0] found downgraded when that proves we hold
- * gives ZKL__HOLD. */
-static void step_read_done(zkl__acq_t *a) {
-  zkl__run_t *r = a->run;
-  zkl_client_t *c = a->q->c;
-  zkl__session_t *s = r->rs;
-  int i, rc = ZKL_OK, hold = 0, relist = 0;
-  zkl__session_put(c, s);
-  r->rs = NULL;
-  for (i = 0; i < a->nwatch; i++) {
-    zkl__call_t *g = &r->reads[i];
-    if (!g->done)
-      continue; /* not read this time */
-    if (g->rc == ZNONODE) {
-      a->wflags[i] |= ZKL__W_GONE;
-    } else if (g->rc == ZOK && g->stat.ephemeralOwner == 0) {
-      /* never goes by itself: do not wait behind it (its watch, left
-       * set, fires into nobody's wait) */
-      if (rc == ZKL_OK)
-        rc = zkl__ignore(a->q, strrchr(a->watch[i], '/') + 1);
-      if (rc == ZKL_OK)
-        rc = ZKL__RELIST;
-    } else if (g->rc == ZOK) {
-      size_t len = g->data_len > 0 ? (size_t)g->data_len : 0;
-      hold |= i == 0 && r->w.plan.downgrade_ok &&
-              zkl__data_mark(g->data, len, ZKL__LINE_READ);
-      /* promoted before our watch was set: no event will tell us */
-      relist |= i == 0 && r->w.plan.relist_on_change &&
-                zkl__data_mark(g->data, len, ZKL__LINE_HELD);
-    } else if (rc == ZKL_OK || rc == ZKL__RELIST) {
-      rc = g->rc;
-    }
-    zkl__call_free(g);
-  }
-  free(r->reads);
-  r->reads = NULL;
-  if (zkl__is_conn_error(rc))
-    zkl__await_conn(a, s, r->epoch, read_reconnected);
-  else if (zkl__is_session_error(rc))
-    wait_end(a, ZKL__RETRY);
-  else if (rc == ZKL_OK && hold)
-    wait_end(a, c->conn_epoch == r->epoch && c->state == ZKL_CLIENT_CONNECTED
-                    ? ZKL__HOLD
-                    : ZKL__RELIST);
-  else if (rc == ZKL_OK && relist)
-    wait_end(a, ZKL__RELIST);
-  else if (rc != ZKL_OK)
-    wait_end(a, rc);
-  else
-    r->next = step_wait_eval;
-}
-
-/* A try that would wait reads, before it says ZKL_EBUSY, what a wait
- * reads at once and may hold on without waiting: its one conflict, when
- * that is a zklock writer (the plan's downgrade_ok; another library's
- * never carries our mark), marked "mode=read" by a downgrade, or gone
- * (the hand-off), exactly as step_read_done() finds it. Our own node is
- * read in the same round trip (confirm()'s read). So zkl_rwlock_tryrdlock
- * and zkl_rwlock_timedrdlock agree after a downgrade; a try with nothing
- * such to read costs nothing more. */
-static void try_last(zkl__acq_t *a) {
-  zkl__run_t *r = a->run;
-  zkl__queue_t *q = a->q;
-  zkl_client_t *c = q->c;
-  zkl__session_t *s = a->sess;
-  if (!r->w.plan.downgrade_ok || r->w.plan.nwatch < 1 ||
-      zkl__name_foreign(strrchr(r->w.paths[0], '/') + 1, q->marker,
-                        q->marker_shared) ||
-      !s || s != c->sess || s->expired || a->session_lost ||
-      c->state != ZKL_CLIENT_CONNECTED || c->conn_epoch != r->epoch ||
-      zkl__stopped(r) != ZKL_OK) {
-    zkl__waitset_free(&r->w);
-    zkl__finish(a, ZKL_EBUSY);
-    return;
-  }
-  r->rs = s;
-  s->refs++;
-  zkl__prep(a, &r->aux);
-  zkl__prep(a, &r->gd);
-  zkl__sent(a, &r->aux, zkl__get(&r->aux, s, r->w.paths[0], 0));
-  zkl__sent(a, &r->gd, zkl__exists(&r->gd, s, a->path));
-  r->next = step_try_read_done;
-}
-
-static void step_try_read_done(zkl__acq_t *a) {
-  zkl__run_t *r = a->run;
-  zkl_client_t *c = a->q->c;
-  zkl__session_t *s = r->rs;
-  zkl__call_t *g = &r->aux;
-  size_t len = g->data_len > 0 ? (size_t)g->data_len : 0;
-  int mine = r->gd.rc == ZOK && zkl__owns(a, &r->gd.stat) && s == c->sess &&
-             !s->expired && !a->session_lost;
-  int own_gone = r->gd.rc == ZNONODE || (r->gd.rc == ZOK && !mine);
-  int hold =
-      (g->rc == ZNONODE || (g->rc == ZOK && g->stat.ephemeralOwner != 0 &&
-                            zkl__data_mark(g->data, len, ZKL__LINE_READ))) &&
-      c->conn_epoch == r->epoch && c->state == ZKL_CLIENT_CONNECTED;
-  zkl__session_put(c, s); /* a->sess keeps it alive, if it is still ours */
-  r->rs = NULL;
-  zkl__call_free(g);
-  zkl__call_free(&r->gd);
-  zkl__waitset_free(&r->w);
-  if (hold && mine)
-    after_look(a, ZKL__HOLD);
-  else if (hold && own_gone)
-    after_look(a, zkl__gone(a));
-  else
-    zkl__finish(a, ZKL_EBUSY);
-}
-
-/* Parked here between events: what the watches said so far. */
-static void step_wait_eval(zkl__acq_t *a) {
-  zkl__run_t *r = a->run;
-  int i, rc = ZKL_OK;
-  r->gone_all = 1;
-  r->gone_any = r->changed = 0;
-  for (i = 0; i < a->nwatch; i++) {
-    r->gone_all &= (a->wflags[i] & ZKL__W_GONE) != 0;
-    r->gone_any |= (a->wflags[i] & ZKL__W_GONE) != 0;
-    r->changed |= (a->wflags[i] & ZKL__W_CHANGED) != 0;
-  }
-  if (!(r->gone_all || (r->gone_any && r->w.plan.any) || r->changed ||
-        a->session_lost || a->revoked || (rc = zkl__stopped(r)) != ZKL_OK)) {
-    if (r->until == r->deadline || zkl_now_ms() < r->until) {
-      zkl__park(a, step_wait_eval, r->until);
-      return;
-    }
-    r->polled = 1; /* a relay may have been lost: look again */
-  }
-  if (r->changed && !(r->gone_all || (r->gone_any && r->w.plan.any) ||
-                      r->w.plan.relist_on_change || a->session_lost ||
-                      a->revoked || rc != ZKL_OK || r->polled)) {
-    for (i = 0; i < a->nwatch; i++) /* read it again, and wait on */
-      if (a->wflags[i] & ZKL__W_CHANGED)
-        a->wflags[i] |= ZKL__W_READ;
-    r->next = step_read;
-    return;
-  }
-  wait_end(a, rc);
 }

@@ -151,6 +151,10 @@ struct zkl__acq {
    * the watcher call it, under c->mu, and know nothing of the run. */
   void (*wake)(zkl__acq_t *a);
   zkl__went_t own_went;  /* path: our node's, while we know it */
+  /* A flat lock's claim on its name in this client (zkl__claim_take):
+   * idx 0 while it may make or hold the node, 1 while it waits for the
+   * claim; path NULL: none */
+  zkl__went_t claim;
   uint64_t evseq;        /* the path watcher's last event that saw us */
   pthread_cond_t cv;
   zkl__acq_t *prev, *next; /* client's list of acquisitions */
@@ -159,6 +163,14 @@ struct zkl__acq {
 ZKL__HIDDEN void zkl__acq_link(zkl_client_t *c, zkl__acq_t *a);
 ZKL__HIDDEN void zkl__acq_unlink(zkl_client_t *c, zkl__acq_t *a);
 ZKL__HIDDEN void zkl__set_state(zkl_client_t *c, zkl__acq_t *a, int state);
+/* A client never has two acquisitions of one flat lock making or holding
+ * its node: they share one identity, which a release's guard cannot tell
+ * apart (release.c). Under c->mu: 1 when a holds the claim on path now;
+ * else 0, a waits for it and is kicked when it is let go. */
+ZKL__HIDDEN int zkl__claim_take(zkl_client_t *c, zkl__acq_t *a,
+                                const char *path);
+/* Under c->mu: lets a's claim (or its wait for one) go; no claim, nothing. */
+ZKL__HIDDEN void zkl__claim_drop(zkl_client_t *c, zkl__acq_t *a);
 /* A hold that lasts this long gets a watch on its own node, so that its
  * deletion is reported as LOST at once; shorter holds learn it at release
  * and send no extra request. */
@@ -278,6 +290,8 @@ ZKL__HIDDEN int zkl__queue_start_member(zkl__queue_t *q, int mode,
 /* Under c->mu: the started acquisition a is given up; it ends soon with
  * ZKL_ECANCELED (done() still comes). */
 ZKL__HIDDEN void zkl__queue_abandon(zkl__acq_t *a);
+ZKL__HIDDEN void zkl__run_on_looked(zkl__acq_t *a,
+                                    void (*fn)(void *ctx, int ended));
 /* Under c->mu: end hold (or ended acquisition) a where nothing may wait:
  * its node is deleted by the event thread, and a is freed. */
 ZKL__HIDDEN void zkl__queue_discard(zkl__acq_t *a);
@@ -308,6 +322,11 @@ struct zkl__rel {
   zkl__session_t *s;     /* the node's session (a reference), while out */
   zkl__call_t st, del, pd; /* the read, the delete, the directory's delete */
   int judge, tidy, left;
+  /* The delete went guarded (zkl__guard): st is the guard's answer; a
+   * guard that found the node rewritten sends the read instead (read) */
+  int guarded, read;
+  int gversion; /* the version the guard checks: the one we know, or read */
+  int intact;   /* the read before a guarded delete found our data intact */
   uint64_t epoch;        /* c->conn_epoch when the delete went */
   int pending;           /* the delete failed: waiting for the verdict */
   int64_t end, due;      /* ... at most until end; ask again at due */
@@ -423,6 +442,11 @@ struct zkl__run {
   /* An asynchronous run ends on the event thread, which calls done() */
   zkl__run_done_fn done_fn;
   void *done_ctx;
+  /* Called once, under c->mu, when the run's first look at the queue is
+   * over: it holds, waits, ended, or is stalled by trouble (parked). For
+   * a caller with no thread of its own in the run that must not give up
+   * before that look (election.c: a deadline already past). */
+  void (*looked_fn)(void *ctx, int ended);
   int abandoned;           /* its caller gave up on it: end it quietly */
   int ended;               /* on c->ended, through ended_next */
   zkl__acq_t *ended_next;
@@ -490,6 +514,10 @@ ZKL__HIDDEN void zkl__step_agree(zkl__acq_t *a);
 /* flat.c: the top of a flat lock's every pass (zkl__step_top goes there
  * for a ZKL__Q_FLAT queue, once it checked that the run goes on) */
 ZKL__HIDDEN void zkl__flat_top(zkl__acq_t *a);
+/* wait.c: the wait behind a position's wait set, and a try's last look;
+ * each ends through r->back (acquire.c sets it) */
+ZKL__HIDDEN void zkl__step_wait(zkl__acq_t *a);
+ZKL__HIDDEN void zkl__try_last(zkl__acq_t *a);
 /* acquire.c */
 ZKL__HIDDEN void zkl__step_top(zkl__acq_t *a);
 ZKL__HIDDEN void zkl__joined(zkl__acq_t *a);
@@ -563,6 +591,9 @@ struct zkl__join {
   int mode;
   int64_t deadline;  /* as given (-1: none): the connection's wait */
   int64_t until;     /* a timed acquire's deadline, else -1 */
+  /* No look at the queues yet: joining again because parents were
+   * missing does not wait for the deadline (zklock.h, TIME) */
+  int first;
   int running;       /* member runs not ended yet */
   int failed;        /* the first member's failure, or 0 */
   int tries;         /* times it started over (ZKL__AGAIN) */

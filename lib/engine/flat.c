@@ -14,6 +14,12 @@
  * fires. So a waiter sends one create per release it hears of: not FIFO,
  * and the herd is bounded by one create per waiter per release.
  *
+ * The node is made at data version 1 with our own ACL (zkl__create_own):
+ * read for all, every right for our identity alone, which the release's
+ * guard needs (release.c). Two acquisitions of one client, which share
+ * that identity, never make or hold it at once: the second waits for the
+ * first's claim in the process (zkl__claim_take), as for a local mutex.
+ *
  * A create whose reply is lost may have been made: the node is read
  * after the reconnection and adopted only if this very session owns it
  * and its data carries our guid; it is never created twice blind, never
@@ -34,6 +40,7 @@
 #define NONODE_RETRIES 8
 
 static void step_restart(zkl__acq_t *a);
+static void step_claim(zkl__acq_t *a);
 static void step_create(zkl__acq_t *a);
 static void step_created(zkl__acq_t *a);
 static void step_read(zkl__acq_t *a);
@@ -50,6 +57,7 @@ static void flat_end(zkl__acq_t *a, int rc) {
   if (r->unsure && r->s && !r->s->expired)
     zkl__defer_delete_guid(c, r->s, a->q->dir, a->guid);
   r->unsure = 0;
+  zkl__claim_drop(c, a); /* held nothing: the name is the next one's */
   zkl__session_put(c, r->s);
   r->s = NULL;
   zkl__finish(a, rc);
@@ -77,10 +85,31 @@ void zkl__flat_top(zkl__acq_t *a) {
     zkl__session_put(c, r->s);
     r->s = NULL;
   }
+  if (!zkl__claim_take(c, a, a->q->dir)) {
+    r->next = step_claim; /* kicked when the claim is let go */
+    return;
+  }
   if (!r->s)
     r->s = zkl__session_get(c);
   r->epoch = c->conn_epoch;
   r->next = step_create;
+}
+
+/* Another acquisition of this client makes or holds the node: parked
+ * until it lets its claim go, or the run must end. */
+static void step_claim(zkl__acq_t *a) {
+  zkl__run_t *r = a->run;
+  int rc = zkl__stopped(r);
+  if (rc != ZKL_OK) {
+    flat_end(a, rc);
+  } else if (r->mode == ZKL__TRY) {
+    flat_end(a, ZKL_EBUSY);
+  } else if (zkl__claim_take(a->q->c, a, a->q->dir)) {
+    zkl__flat_top(a);
+  } else {
+    r->first = 0; /* a wait, as behind a node */
+    zkl__park(a, step_claim, r->deadline);
+  }
 }
 
 /* A new pass after trouble (a new session, parents made): as
@@ -129,8 +158,8 @@ static void step_create(zkl__acq_t *a) {
   }
   r->repoch = q->c->conn_epoch;
   zkl__prep(a, &r->cr);
-  zkl__sent(a, &r->cr,
-            zkl__create(&r->cr, r->s, q->dir, data, (int)len, ZOO_EPHEMERAL));
+  zkl__sent(a, &r->cr, zkl__create_own(&r->cr, r->s, q->dir, data, (int)len,
+                                       ZOO_EPHEMERAL));
   free(data);
   r->next = step_created;
 }
@@ -314,9 +343,12 @@ static void step_read_done(zkl__acq_t *a) {
 
 /* ---- waiting ------------------------------------------------------------- */
 
-/* Parked here until our watch fires (the node deleted: create again;
- * changed: read it again, which sets the watch anew), the session ends,
- * or the run must end. */
+/* Parked here until our watch fires, the session ends, or the run must
+ * end. Deleted or changed, we create again at once: a holder's release
+ * writes its node (the guard) in the transaction that deletes it, so a
+ * change is most often the release itself, and a create, one op in a
+ * transaction, costs less than the read a change would otherwise ask;
+ * a node still there answers ZNODEEXISTS, and is read as before. */
 static void step_wait_eval(zkl__acq_t *a) {
   zkl__run_t *r = a->run;
   int rc = zkl__stopped(r);
@@ -332,5 +364,5 @@ static void step_wait_eval(zkl__acq_t *a) {
   else if (a->session_lost)
     r->next = step_restart;
   else
-    r->next = f & ZKL__W_GONE ? step_create : step_read;
+    r->next = step_create;
 }

@@ -187,6 +187,8 @@ static void settle(zkl__acq_t *a, int rc) {
     hand_back(a, rc);
     return;
   }
+  if (rc != ZNONODE || !reaped)
+    j->first = 0; /* trouble: the deadline holds from here on */
   /* Made or not, all or none: whatever stands goes, found by the guid
    * once connected (nothing if the session is over). */
   for (i = 0; i < j->n; i++) {

@@ -121,7 +121,8 @@ static void attempt_end(zkl__acq_t *a, int rc) {
     a->run->next = step_back_off;
     return;
   }
-  if (rc == ZKL__AGAIN && (rc = zkl__join_halted(j, j->until)) == ZKL_OK) {
+  if (rc == ZKL__AGAIN &&
+      (rc = zkl__join_halted(j, j->first ? -1 : j->until)) == ZKL_OK) {
     if (++j->tries < AGAIN_MAX) {
       a->run->next = step_once;
       return;
@@ -324,6 +325,7 @@ static void joined(zkl__acq_t *a, int rc) {
   j->failed = 0;
   j->running = 0;
   j->look = 0;
+  j->first = 0; /* the members' looks are the first: ours is over */
   if ((rc = zkl__join_halted(j, -1)) != ZKL_OK) {
     for (i = 0; i < j->n; i++)
       zkl__defer_delete_now(j->c, t->s, t->paths[i], 0);
@@ -375,6 +377,7 @@ int zkl__join_acquire(zkl__join_t *j, int mode, int64_t deadline,
   j->mode = mode;
   j->deadline = deadline;
   j->until = mode == ZKL__TIMED ? deadline : -1;
+  j->first = 1;
   j->done = done;
   j->ctx = ctx;
   j->tries = 0;

@@ -77,10 +77,15 @@ void zkl__relay(zkl__queue_t *q, zkl__acq_t *a) {
   size_t len;
   if (!s || !a->path || marked_data(q, ZKL__LINE_HELD, &d, &len) != ZKL_OK)
     return;
+  int version = a->dversion;
   a->marks |= ZKL__MARK_HELD; /* before our own watch can see it */
+  /* The version it will have, if the write lands: a release's guard
+   * checks it (release.c), and one that finds another reads the node
+   * instead, so a write that did not land costs a read, never a verdict */
+  a->dversion++;
   s->refs++;
   pthread_mutex_unlock(&c->mu);
-  zkl__set_nowait(s, a->path, d, (int)len, 0);
+  zkl__set_nowait(s, a->path, d, (int)len, version);
   pthread_mutex_lock(&c->mu);
   zkl__session_put(c, s);
   free(d);
@@ -153,6 +158,7 @@ int zkl__queue_downgrade(zkl__queue_t *q, zkl__acq_t *a) {
     return rc;
   pthread_mutex_lock(&c->mu);
   s = a->sess;
+  version = a->dversion; /* as we wrote it: 1 if its create marked it */
   rc = ZKL_ELOST;
   a->marks |= ZKL__MARK_READ; /* before our own watch can see it */
   for (tries = 0; s && !s->expired && a->path && tries < DOWNGRADE_TRIES &&

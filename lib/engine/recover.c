@@ -232,65 +232,40 @@ static void step_recover_stat(zkl__acq_t *a) {
  * giving up on a directory whose data keeps changing under it. */
 #define AGREE_TRIES 8
 
-/* Whether the listing of our join shows live leases before ours that
- * carry our N, and none that carries another. */
-static int leases_agree(zkl__acq_t *a) {
-  zkl__run_t *r = a->run;
-  const char *me = a->path ? strrchr(a->path, '/') + 1 : NULL;
-  zkl__entry_t *e = NULL;
-  unsigned char *skip = NULL;
-  int n, i, idx = -1, agree = 0, ok = 0;
-  if (!r->have_list || !me)
-    return 0;
-  n = zkl__contenders(r->ls.kids.data, r->ls.kids.count, &e);
-  if (n > 0 && (skip = calloc((size_t)n, 1))) {
-    for (i = 0; i < n; i++) {
-      if (strcmp(e[i].name, me) == 0)
-        idx = i;
-      else
-        skip[i] = zkl__ignored(a->q, e[i].name);
-    }
-    ok = idx >= 0 &&
-         zkl__lease_disagrees(e, n, idx, skip, a->q->limit, &agree) < 0 &&
-         agree > 0;
-  }
-  free(skip);
-  free(e);
-  return ok;
-}
-
 /* Agreeing on N. Members that disagree on a semaphore's number of leases
- * would admit more than some of them allow. Two checks:
+ * would admit more than some of them allow; members that each defer to
+ * the other would admit nobody (issue 34). One rule decides, the same for
+ * every member: the directory's data, "max=N" (q->dir_data), says the
+ * semaphore's N, and a member made with another N is refused
+ * (ZKL_EMISMATCH, its node deleted). The first member to make the
+ * directory writes its N in the create; a directory without data (made by
+ * another recipe, an older version or an operator), or with only another
+ * recipe's mark (ZKL__DIR_MARK), gets the N of whoever's conditional
+ * write lands first. Nothing else refuses a member: the leases before
+ * ours never do.
  *
- * The leases (position(), at every look at the queue): each lease's name
- * carries its N, and a member refuses while a live lease before its own
- * carries another. That alone keeps two leases of different N from both
- * being granted: of two such members the later one (the higher
- * sequence) made its node after the earlier one's, and lists the queue
- * after its create, so its listing shows the earlier node unless that is
- * gone already; and a lease is granted only by a listing (or by the
- * deletion of nodes a listing showed), never before its first one. No
- * one can rewrite a name, so no write to any node can override it. So
- * holders need not be told anything: a rewrite breaks no agreement under
- * them. The price: a refused member's node, until its delete lands, makes
- * a member of the other N right behind it refuse too. A misconfigured
- * member can fail correct ones for that moment, never admit one too many.
+ * What keeps leases of two N apart is their names, not this: each lease's
+ * name carries its N, and policy.c counts a lease of another N before
+ * ours as a node of another kind, which we wait behind as a lease waits
+ * behind a lock. So a member of the directory's N waits for the node of
+ * a refused member before it to go (a round trip, its delete), and never
+ * holds beside a lease of another N, whatever the directory said to
+ * anyone at any time. A rewrite of the data (anyone allowed can write it)
+ * thus takes effect at once for members judged after it: the old N's are
+ * refused, the new N's wait until every lease of the old N before theirs
+ * is gone. Holders keep their leases: nothing breaks under them.
  *
- * The directory's data, "max=N" (q->dir_data), speaks for a semaphore
- * with no lease live, where no name can: a member refuses when it says
- * another N, unless live leases before it carry our N (they decide: the
- * directory was rewritten under them). A rewrite thus changes N once
- * every lease of the old N is gone. It is read once per incarnation and
- * data version of the directory (the listing's stat tells both), so the
- * uncontended path reads nothing more. Leases whose names carry no N (an
- * older version's) are judged by the directory alone, as they always
- * were.
+ * Each member judges the directory as it was after its own node was made:
+ * by the listing's stat (incarnation and data version) when this object
+ * agreed with that stamp before, or by a read of it, which zkl__joined()
+ * makes again if the one sent before our create is not of the listing's
+ * stamp, or if no listing came to tell. The directory is read once per
+ * incarnation and data version, so the uncontended path reads nothing
+ * more. Leases whose names carry no N (an older version's) count as ours,
+ * as those versions count ours: they are judged by the directory alone.
  *
- * A directory without data (made by another recipe, an older version or
- * an operator), or with only another recipe's mark (ZKL__DIR_MARK), gets
- * ours by a conditional write. r->gd is the read of the
- * directory sent with our join; any other code than ZOK means read it
- * again. Ends with ZKL_OK, ZKL_EMISMATCH, ZKL__RETRY, or an error. */
+ * r->gd is the read of the directory; any other code than ZOK means read
+ * it again. Ends with ZKL_OK, ZKL_EMISMATCH, ZKL__RETRY, or an error. */
 void zkl__step_agree(zkl__acq_t *a) {
   zkl__run_t *r = a->run;
   zkl__queue_t *q = a->q;
@@ -314,15 +289,6 @@ void zkl__step_agree(zkl__acq_t *a) {
       return;
     }
     q->dir_czxid = 0; /* not ours: read it with every join */
-    if (leases_agree(a)) {
-      zkl__post_log(c, ZKL_LOG_WARN,
-                    "%s: says \"%.*s\", but the live leases say \"%s\", "
-                    "as this member does: joining",
-                    q->dir, gd->data_len > 64 ? 64 : gd->data_len, gd->data,
-                    want);
-      a->run->back(a, ZKL_OK);
-      return;
-    }
     zkl__post_log(c, ZKL_LOG_ERROR,
                   "%s: its members were made with \"%.*s\", this one "
                   "with \"%s\": refusing to join",

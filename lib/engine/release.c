@@ -44,6 +44,37 @@ static int dir_ours(const zkl__queue_t *q) {
          !(q->flags & ZKL__Q_KEEP_DIR);
 }
 
+/* ---- the guard ------------------------------------------------------------ */
+
+/* How a's node proves, inside the transaction of its delete, that it is
+ * still the one we made, with no read (model/README.md, "The release's
+ * guard"). ZooKeeper checks a guard against the node's data version and
+ * ACL, never its czxid or owner, so it holds only for a node whose
+ * version and rights no other node at that name has:
+ * - a flat lock's node (ZKL_MUTEX_FLAT) is made at version 1 (its data
+ *   written by a setData in the create's transaction, batch.c) with our
+ *   own ACL, every right to our identity alone (digest.c): the guard is
+ *   a setData at the version we know, which a node any other client made
+ *   there fails (ZNOAUTH: another zklock client's, at version 1 too, made
+ *   with its own identity; ZBADVERSION: a plain create's, at 0);
+ * - a queue's node at a version above 0 (the first node of a parent made
+ *   in the same transaction, or one we wrote a mark on): a check at that
+ *   version, which a node made again at our name with a plain create,
+ *   at 0, fails. Anyone may write a queue's node (a revoker must), so a
+ *   check is all a guard can be there;
+ * - any other queue node has nothing a plain create does not have: it
+ *   keeps the read (GUARD_NONE).
+ * What no guard can tell: a node made again at our name by someone who
+ * also gives it our version and rights (a deliberate mimic), before any
+ * watch of ours has told us our node went. */
+enum { GUARD_NONE, GUARD_CHECK, GUARD_SET };
+
+static int guard_of(const zkl__acq_t *a) {
+  if (a->dversion < 1)
+    return GUARD_NONE;
+  return a->q->flags & ZKL__Q_FLAT ? GUARD_SET : GUARD_CHECK;
+}
+
 /* ---- the delete and its verdict ------------------------------------------ */
 
 /* The node is dealt with (zrc: the delete's ZooKeeper code, or the
@@ -66,6 +97,41 @@ static int judge(zkl__rel_t *rel) {
   return 1;
 }
 
+static void send_read_first(zkl__rel_t *rel);
+
+/* How many times a guard that found another version asks the read again:
+ * a revoker writes once, and each try sees its write */
+#define READ_TRIES 3
+
+/* A guard's refusal (the delete then failed with it): the node was ours
+ * to the end only if it is there with its data as we wrote it, give or
+ * take a revoker's request; a guard that found another version asks the
+ * read, which knows (READ_TRIES times). Under c->mu; 1 when the delete
+ * goes again. */
+static int guard_refused(zkl__rel_t *rel, int *zrc) {
+  zkl_client_t *c = rel->c;
+  zkl__acq_t *a = rel->a;
+  if (*zrc == ZBADVERSION && rel->read < READ_TRIES) {
+    rel->read++;
+    rel->guarded = 0;
+    zkl__call_free(&rel->st);
+    zkl__call_free(&rel->del);
+    zkl__call_free(&rel->pd);
+    send_read_first(rel);
+    return 1;
+  }
+  if (*zrc == ZBADVERSION) /* ours, written to at every try: later */
+    zkl__defer_delete(c, rel->s, a->path, a->czxid);
+  if (*zrc == ZNOAUTH || *zrc == ZBADVERSION) {
+    zkl__post_log(c, ZKL_LOG_WARN, "%s: %s before unlock: LOST", a->path,
+                  *zrc == ZNOAUTH
+                      ? "deleted and made again by another client"
+                      : "deleted and made again, or rewritten, by someone else");
+    *zrc = ZNONODE;
+  }
+  return 0;
+}
+
 /* Every answer is in. A release must not report a hold as kept when it
  * cannot know: a delete that did not reach the server is left to
  * deferred.c, and a final unlock's verdict is then the session's. */
@@ -74,10 +140,20 @@ static void answered(zkl__rel_t *rel) {
   zkl__acq_t *a = rel->a;
   zkl__queue_t *q = a->q;
   int zrc = rel->del.rc;
+  if (rel->guarded && zrc != ZOK && !zkl__is_conn_error(zrc) &&
+      guard_refused(rel, &zrc))
+    return;
   if (rel->tidy && rel->pd.rc == ZOK) /* gone: the next join makes it again */
     q->dir_made = 0, q->dir_seen = 0, q->dir_alone = 0, q->dir_lone = 0;
-  if (zrc == ZOK && rel->judge && !vouched(c, a, rel->s, &rel->st))
+  if (zrc == ZOK && rel->judge && !rel->guarded &&
+      !vouched(c, a, rel->s, &rel->st))
     zrc = ZNONODE;
+  if (zrc == ZOK && rel->judge && rel->guarded && !rel->intact) {
+    zkl__post_log(c, ZKL_LOG_WARN,
+                  "%s: its data was rewritten by someone else before unlock",
+                  a->path);
+    zrc = ZNONODE;
+  }
   zkl__call_free(&rel->st);
   if (!zkl__is_conn_error(zrc)) {
     removed(rel, zrc);
@@ -115,11 +191,17 @@ static void refused(zkl__rel_t *rel, zkl__call_t *call, int rc) {
   }
 }
 
-/* A flat lock's read (ZKL__Q_FLAT) answered: the delete goes only if it
- * found our node, for the name is everybody's, and a node someone else
- * made there since ours went is theirs. Otherwise its code is the
- * delete's: gone or not ours (ZNONODE) is a loss; no answer leaves the
- * node to the deferred deletes, which check its czxid. */
+static void send_guarded(zkl__rel_t *rel);
+
+/* A read before the delete answered (a flat lock's, or after a guard
+ * found another version): the delete goes only if it found our node, for
+ * a node someone else made at our name since ours went is theirs, and
+ * then with its guard at the version read, so that nothing made there
+ * between the read and the delete is taken for ours either. Otherwise
+ * its code is the delete's: gone or not ours (ZNONODE) is a loss; no
+ * answer leaves the node to the deferred deletes, which check its czxid.
+ * Data rewritten by someone else (a revoker's request aside) was no hold
+ * to the end: the node, ours, goes, and the verdict is a loss (vouched). */
 static void on_flat_read(zkl__call_t *call) {
   zkl__rel_t *rel = call->ctx;
   zkl__acq_t *a = rel->a;
@@ -128,10 +210,48 @@ static void on_flat_read(zkl__call_t *call) {
     answered(rel);
     return;
   }
+  if (guard_of(a) != GUARD_NONE) {
+    rel->intact = zkl__acq_data_intact(a, call->data, call->data_len);
+    rel->gversion = call->stat.version;
+    zkl__call_free(&rel->st);
+    send_guarded(rel);
+    return;
+  }
   rel->left = 2; /* the delete, and one kept while we send it */
   zkl__call_init_fn(&rel->del, rel->c, on_answer, rel);
   refused(rel, &rel->del, zkl__delete(&rel->del, rel->s, a->path));
   on_answer(&rel->del);
+}
+
+/* The read of our node, then (on_flat_read) its delete. */
+static void send_read_first(zkl__rel_t *rel) {
+  int rc;
+  zkl__call_init_fn(&rel->st, rel->c, on_flat_read, rel);
+  if ((rc = zkl__get(&rel->st, rel->s, rel->a->path, 0)) != ZOK) {
+    rel->st.rc = rc;
+    on_flat_read(&rel->st);
+  }
+}
+
+/* The delete in one transaction with its guard (guard_of), and the
+ * directory's delete when it goes too: no read. */
+static void send_guarded(zkl__rel_t *rel) {
+  zkl__acq_t *a = rel->a;
+  int rc;
+  rel->guarded = 1;
+  zkl__call_init_fn(&rel->st, rel->c, on_answer, rel);
+  zkl__call_init_fn(&rel->del, rel->c, on_answer, rel);
+  zkl__call_init_fn(&rel->pd, rel->c, on_answer, rel);
+  /* one more than the requests: no answer ends the run while we send */
+  rel->left = 3 + rel->tidy;
+  rc = zkl__delete_guarded(&rel->st, &rel->del, &rel->pd, rel->s, a->path,
+                           guard_of(a) == GUARD_SET, rel->gversion,
+                           rel->tidy ? a->q->dir : NULL);
+  refused(rel, &rel->st, rc);
+  if (rel->tidy)
+    refused(rel, &rel->pd, rc);
+  refused(rel, &rel->del, rc);
+  on_answer(&rel->del); /* the one we kept */
 }
 
 /* With `judge`, a read of the node's czxid, owner and data goes in the
@@ -154,16 +274,19 @@ static void send_delete(zkl__rel_t *rel) {
    * tidy_dir) rather than make it anew, alone, each time. One made in our
    * node's transaction (dir_lean) costs nothing to make again, and then
    * our node is its first and holds without a listing. */
-  rel->tidy = rel->judge && dir_ours(q) && (!q->dir_kept || q->dir_lean);
-  if (rel->judge)
-    q->dir_kept = 1;
+  if (!rel->read) { /* not again for a guard's second try */
+    rel->tidy = rel->judge && dir_ours(q) && (!q->dir_kept || q->dir_lean);
+    if (rel->judge)
+      q->dir_kept = 1;
+  }
+  if (rel->judge && !rel->read && guard_of(a) != GUARD_NONE) {
+    rel->gversion = a->dversion;
+    rel->intact = 1; /* as far as we know: nobody told us otherwise */
+    send_guarded(rel);
+    return;
+  }
   if (rel->judge && (q->flags & ZKL__Q_FLAT)) {
-    int rc;
-    zkl__call_init_fn(&rel->st, c, on_flat_read, rel);
-    if ((rc = zkl__get(&rel->st, rel->s, a->path, 0)) != ZOK) {
-      rel->st.rc = rc;
-      on_flat_read(&rel->st);
-    }
+    send_read_first(rel);
     return;
   }
   zkl__call_init_fn(&rel->st, c, on_answer, rel);

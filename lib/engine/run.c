@@ -191,6 +191,17 @@ int zkl__run_start_bare(zkl__queue_t *q, zkl__step_fn first, void *owner,
   return ZKL_OK;
 }
 
+/* Under c->mu, right after zkl__queue_start(): fn(done_ctx, ended) once
+ * the run's first look at the queue is over (see looked_fn), at once if
+ * it is over already. */
+void zkl__run_on_looked(zkl__acq_t *a, void (*fn)(void *ctx, int ended)) {
+  zkl__run_t *r = a->run;
+  if (!r->first || r->done || r->parked)
+    fn(r->done_ctx, r->done);
+  else
+    r->looked_fn = fn;
+}
+
 void zkl__queue_abandon(zkl__acq_t *a) {
   if (!a->run)
     return;

@@ -71,6 +71,11 @@ void zkl__advance(zkl__acq_t *a) {
   zkl_client_t *c = a->q->c;
   while (!r->done && !r->inflight && !r->parked)
     r->next(a);
+  if (r->looked_fn && (!r->first || r->done || r->parked)) {
+    void (*looked)(void *, int) = r->looked_fn;
+    r->looked_fn = NULL;
+    looked(r->done_ctx, r->done);
+  }
   if (!r->done_fn) {
     /* the waiting thread sleeps until the end, or a parked step's time */
     pthread_cond_broadcast(&a->cv);
@@ -206,6 +211,7 @@ void zkl__acq_free(zkl_client_t *c, zkl__acq_t *a) {
   if (a->held_us) /* a hold counted in acquires: its end */
     zkl__stats_time(&c->stats.hold, a->held_us);
   zkl__acq_unlink(c, a);
+  zkl__claim_drop(c, a);
   zkl__session_put(c, a->sess);
   zkl__went_del(c, &a->own_went);
   free(a->path);

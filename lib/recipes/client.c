@@ -61,12 +61,31 @@ static int client_init(zkl_client_t *c, const char *hosts,
     if (!c->auth_scheme || !c->auth)
       return ZKL_ENOMEM;
   }
+  /* our own identity: the guard of a flat lock's release (release.c) */
+  if (zkl__identity_make(&c->ident) != ZKL_OK)
+    return ZKL_ESYSTEM;
+  c->own_entries[0].perms = ZOO_PERM_READ;
+  c->own_entries[0].id.scheme = (char *)"world";
+  c->own_entries[0].id.id = (char *)"anyone";
+  c->own_entries[1].perms = ZOO_PERM_ALL;
+  c->own_entries[1].id.scheme = (char *)"digest";
+  c->own_entries[1].id.id = c->ident.acl_id;
+  c->own_acl.count = 2;
+  c->own_acl.data = c->own_entries;
   if (o && o->acl == ZKL_ACL_CREATOR) {
     /* all rights to whoever authenticated the creating session, read to
-     * all: waiters of other identities must still list and watch */
+     * all: waiters of other identities must still list and watch. A
+     * digest identity is named as itself: "auth" would name every
+     * identity of the session, our own secret one too (digest.c). */
     c->acl_entries[0].perms = ZOO_PERM_ALL;
-    c->acl_entries[0].id.scheme = (char *)"auth";
-    c->acl_entries[0].id.id = (char *)"";
+    if (strcmp(c->auth_scheme, "digest") == 0 &&
+        zkl__digest_id(c->auth, c->user_id, sizeof c->user_id) == ZKL_OK) {
+      c->acl_entries[0].id.scheme = (char *)"digest";
+      c->acl_entries[0].id.id = c->user_id;
+    } else {
+      c->acl_entries[0].id.scheme = (char *)"auth";
+      c->acl_entries[0].id.id = (char *)"";
+    }
     c->acl_entries[1].perms = ZOO_PERM_READ;
     c->acl_entries[1].id.scheme = (char *)"world";
     c->acl_entries[1].id.id = (char *)"anyone";
@@ -87,6 +106,7 @@ static void client_free(zkl_client_t *c) {
   free(c->auth_scheme);
   if (c->auth) /* credentials: do not leave them in freed memory */
     memset(c->auth, 0, strlen(c->auth));
+  memset(&c->ident, 0, sizeof c->ident);
   free(c->auth);
   pthread_cond_destroy(&c->cv);
   pthread_mutex_destroy(&c->mu);

@@ -31,6 +31,7 @@ struct zkl_election {
   /* under c->mu */
   int phase;
   int campaign_rc;
+  int looking;      /* the campaign's first look at the queue is under way */
   zkl__acq_t *acq;  /* the hold while leading, or a lost one */
   zkl__acq_t *run;  /* the acquisition while campaigning */
   unsigned gen;     /* the candidacy now; each stop moves it on */
@@ -127,6 +128,7 @@ static void campaign_done(zkl__acq_t *hold, int rc, void *ctx) {
       zkl__queue_discard(hold);
   } else {
     e->run = NULL;
+    e->looking = 0;
     e->campaign_rc = rc;
     e->acq = hold;
     e->phase = hold ? ELECT_LEADING : ELECT_ENDED;
@@ -138,6 +140,18 @@ static void campaign_done(zkl__acq_t *hold, int rc, void *ctx) {
   e->q.async_refs--; /* e may be freed once it is 0: see destroy */
   pthread_cond_broadcast(&e->cv);
   pthread_cond_broadcast(&e->c->cv);
+}
+
+/* The candidacy's first look at the queue is over (under c->mu): a wait
+ * with its deadline passed may now look at the phase. A run that ended
+ * there is the phase's once campaign_done() has settled it. */
+static void campaign_looked(void *ctx, int ended) {
+  struct campaign *k = ctx;
+  zkl_election_t *e = k->e;
+  if (k->gen == e->gen && !ended) {
+    e->looking = 0;
+    pthread_cond_broadcast(&e->cv);
+  }
 }
 
 /* Under c->mu, idle: starts a candidacy, which the event thread settles. */
@@ -155,6 +169,8 @@ static int campaign_start(zkl_election_t *e) {
   }
   e->q.async_refs++; /* zkl__queue_close waits for campaign_done */
   e->phase = ELECT_CAMPAIGNING;
+  e->looking = 1;
+  zkl__run_on_looked(e->run, campaign_looked);
   return ZKL_OK;
 }
 
@@ -172,6 +188,7 @@ static int stop_candidacy(zkl_election_t *e, int judge, int *rc) {
   if (e->run)
     zkl__queue_abandon(e->run); /* ends soon, its node deleted */
   e->run = NULL;
+  e->looking = 0;
   while (e->verifying > 0)
     pthread_cond_wait(&e->cv, &c->mu);
   a = e->acq;
@@ -238,8 +255,10 @@ static int wait_leading(zkl_election_t *e, int64_t until) {
     pthread_mutex_lock(&e->c->mu);
   }
   zkl__deadline_ts(until, &ts);
+  /* Whatever the deadline, the campaign's first look is waited for, as an
+   * acquire's is: a candidate that finds nobody ahead leads. */
   while (e->phase == ELECT_CAMPAIGNING) {
-    if (until < 0)
+    if (until < 0 || e->looking)
       pthread_cond_wait(&e->cv, &e->c->mu);
     else if (pthread_cond_timedwait(&e->cv, &e->c->mu, &ts) != 0 &&
              zkl_now_ms() >= until)

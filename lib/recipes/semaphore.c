@@ -3,12 +3,11 @@
  * A policy over the queue engine: a lease is a node of kind LEASE, the
  * queue's limit is N, and policy.c's decide_lease says who holds (the N
  * lowest leases) and whom to watch. Each lease's name carries N
- * (zkl__lease_limit), and the engine refuses a member while a live lease
- * before it carries another N, or, with no lease of our N live, while the
- * directory's data does not say our N (q->dir_data: recover.c, "agreeing
- * on N"). It also relays a grant after a wait to the next waiter. What is
- * left here is the lease handle: not owned by a thread, released once by
- * any. */
+ * (zkl__lease_limit), and a lease of another N before ours is in our way
+ * as a lock is; the engine refuses a member whose N the directory's data
+ * does not say (q->dir_data: recover.c, "agreeing on N"). It also relays
+ * a grant after a wait to the next waiter. What is left here is the lease
+ * handle: not owned by a thread, released once by any. */
 #include "config.h"
 
 #include <stdio.h>

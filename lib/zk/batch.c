@@ -17,6 +17,9 @@
  *   a listing that must see its create leaves right behind the
  *   transaction that carries it (zkl__batch_list), so an acquire stays at
  *   one round trip.
+ * - A guarded delete (zkl__batch_delete_guarded): the guard (a check or
+ *   a setData of the node at a version) and the delete are bound to each
+ *   other, and go in one transaction or not at all.
  * - Failure of one op only. A transaction is all or nothing: when one of
  *   its ops fails (a node already deleted, a directory not empty or gone)
  *   that op gets its code and the others are sent again, at the head of
@@ -27,10 +30,13 @@
  *   by guid, as before.
  * - What a create answers. A create inside a transaction returns its name
  *   but no stat, and an owner needs the czxid (fencing token, ownership).
- *   A node whose name is known beforehand (a flat lock's) takes a setData
- *   of itself into the same transaction, whose answer has the stat
- *   (with_set); a sequential node's name is not known until it is made,
- *   so an exists asks for its stat as soon as the transaction is answered. (The
+ *   A node whose name is known beforehand (a flat lock's, a parent, a
+ *   queue's first node in a parent made with it) takes a setData of
+ *   itself into the same transaction, which writes its data and whose
+ *   answer has the stat (with_set): the node is then at data version 1,
+ *   which a release's guard checks (release.c). Any other sequential
+ *   node's name is not known until it is made, so an exists asks for its
+ *   stat as soon as the transaction is answered. (The
  *   parent's pzxid in the listing behind it is it only when no node came
  *   after ours and none was ever deleted there: the server shows cversion
  *   as twice its count of creates minus the children, which is our
@@ -52,90 +58,12 @@
 #include <string.h>
 
 #include "internal.h"
+#include "zk/batch.h"
 
 /* jute.maxbuffer (1 MB by default) bounds a request: stay well under */
 #define OPS_MAX 256
 #define BYTES_MAX (256 * 1024)
 #define INFLIGHT_MAX 1
-
-enum { BOP_CREATE, BOP_DELETE };
-
-typedef struct zkl__bop bop_t;
-typedef struct rd rd_t;
-
-struct rd {
-  zkl__call_t *call;
-  bop_t *op;
-  char *path;
-  int redo; /* its create was sent again: ask again behind it; once
-             * refused, the client's code */
-  rd_t *next;
-};
-
-struct zkl__bop {
-  zkl__session_t *s;
-  zkl__call_t *call;
-  int kind, flags, len;
-  int version; /* a delete's: the node's data version, or -1 (any) */
-  char *path, *data;
-  char *out; /* create: the name made */
-  int outlen;
-  struct zkl__batch *b; /* the transaction it waits for or is in */
-  rd_t *rd;             /* its listing, if any */
-  int listed;           /* the listing's answer is in */
-  int learnt;           /* its stat is in (or it failed) */
-  int zi;               /* its (first) op's index in the transaction */
-  struct Stat sst;      /* with_set(): the setData's answer */
-  zkl__call_t st;       /* that exists */
-  bop_t *dep;           /* applied only with this one, in its transaction */
-  /* A queue node made with its parent (zkl__batch_create_pair): the
-   * parent's create, which goes just before it in its transaction while
-   * both are to be sent; and whether its czxid came from the parent's
-   * setData (probed) */
-  bop_t *probe;
-  int probed;
-  int blamed;           /* the op its transaction failed for */
-  int forced;           /* its answer, its dep having failed */
-  bop_t *next;
-};
-
-typedef struct zkl__batch {
-  struct zkl__batch *next; /* queued behind this one */
-  bop_t *ops, **tail;
-  int n;                /* ops */
-  int nz;               /* requests in the transaction (with_set: 2) */
-  size_t bytes;
-  rd_t *rds;
-  int sent;
-  int forced_rc; /* refused: the client's code */
-  zoo_op_t *zops;
-  zoo_op_result_t *res;
-} batch_t;
-
-static void bop_free(bop_t *op) {
-  free(op->path);
-  free(op->data);
-  free(op->out);
-  free(op);
-}
-
-static void rd_free(rd_t *rd) {
-  free(rd->path);
-  free(rd);
-}
-
-static batch_t *batch_new(void) {
-  batch_t *b = calloc(1, sizeof *b);
-  if (b)
-    b->tail = &b->ops;
-  return b;
-}
-
-static void batch_free(batch_t *b) {
-  free(b->zops);
-  free(b->res);
-  free(b);
-}
 
 /* ---- answers ------------------------------------------------------------ */
 
@@ -157,14 +85,21 @@ static void on_single_void(int rc, const void *data) {
 }
 
 /* Whether op's create goes into a transaction with a setData of the same
- * node right behind it (same data, version 0): a create inside a
- * zoo_amulti answers no stat, but the setData does, and in the same
- * transaction its czxid is the node's, our own node's for sure. Only a
- * node whose name is known before it is made: a flat lock's
- * (ZKL_MUTEX_FLAT); a sequential one learns its stat by an exists. */
+ * node right behind it (version 0), which writes the node's data: a
+ * create inside a zoo_amulti answers no stat, but the setData does, and
+ * in the same transaction its czxid is the node's, our own node's for
+ * sure. The node is then at data version 1, which no plain create gives:
+ * a release can tell it from a node made again at its name (release.c).
+ * Only a node whose name is known before it is made: one not sequential
+ * (a flat lock's, a parent), or a queue's first node in a parent made
+ * in the same transaction (zkl__batch_create_pair); any other sequential
+ * one learns its stat by an exists. */
 static int with_set(const bop_t *op) {
-  return op->kind == BOP_CREATE && !(op->flags & ZOO_SEQUENCE);
+  return op->kind == BOP_CREATE && op->set_path != NULL;
 }
+
+/* The requests op takes in a transaction. */
+static int op_width(const bop_t *op) { return 1 + with_set(op); }
 
 /* test_faults: a lock's node made in a transaction, its name not kept */
 static int nomem_fault(const bop_t *op) {
@@ -277,7 +212,7 @@ static int op_error(int rc) {
 
 /* Under c->mu: what one op of an answered transaction gets. */
 static void op_answered(bop_t *op, int rc) {
-  if (op->kind == BOP_DELETE) {
+  if (op->kind != BOP_CREATE) {
     zkl__call_finish(op->call, rc);
     bop_free(op);
     return;
@@ -327,8 +262,8 @@ static int blame(batch_t *b, int rc, batch_t **q) {
       if (b->res[i].err == rc)
         blamed = i;
   for (op = b->ops; op; op = op->next)
-    op->blamed = blamed >= 0 && (blamed == op->zi ||
-                                 (with_set(op) && blamed == op->zi + 1));
+    op->blamed = blamed >= 0 && blamed >= op->zi &&
+                 blamed < op->zi + op_width(op);
   /* an op bound to a failed one fails with it, never goes alone */
   for (op = b->ops; op; op = op->next)
     if (op->dep && op->dep->blamed)
@@ -340,6 +275,29 @@ static int blame(batch_t *b, int rc, batch_t **q) {
   return blamed;
 }
 
+/* What answered transaction b (its code rc) means for the ops whose
+ * stat another op's setData gives (op->probe). */
+static void probes_settle(batch_t *b, int rc) {
+  bop_t *op;
+  for (op = b->ops; op; op = op->next)
+    if (op->probe && rc == ZOK) {
+      /* one transaction, one zxid: the probe's czxid is ours */
+      op->sst.czxid = op->probe->sst.czxid;
+      op->probed = 1;
+    } else if (op->probe && (op->probe->blamed || op->probe->forced)) {
+      op->probe = NULL; /* sent again alone: it asks for its stat */
+    }
+  for (op = b->ops; op; op = op->next)
+    if (op->probe && op->probe->set_path &&
+        (op->probe->flags & ZOO_SEQUENCE) && (op->blamed || op->forced)) {
+      /* a pair's parent (zkl__batch_create_pair) was there already: its
+       * node's name is not known beforehand, and it goes again alone,
+       * with its data, at version 0 */
+      free(op->probe->set_path);
+      op->probe->set_path = NULL;
+    }
+}
+
 static void on_multi(int rc, const void *data) {
   batch_t *b = (batch_t *)data;
   bop_t *op, *next, *again = NULL, **again_tail = &again;
@@ -348,14 +306,7 @@ static void on_multi(int rc, const void *data) {
   zkl_client_t *c = s->c;
   batch_t *q = NULL;
   int blamed = blame(b, rc, &q);
-  for (op = b->ops; op; op = op->next)
-    if (op->probe && rc == ZOK) {
-      /* one transaction, one zxid: the parent's czxid is ours */
-      op->sst.czxid = op->probe->sst.czxid;
-      op->probed = 1;
-    } else if (op->probe && (op->probe->blamed || op->probe->forced)) {
-      op->probe = NULL; /* sent again alone: it asks for its stat */
-    }
+  probes_settle(b, rc);
   pthread_mutex_lock(&s->bmu);
   for (op = b->ops; op; op = op->next)
     if (blamed >= 0 && !op->blamed && !op->forced) {
@@ -410,7 +361,7 @@ static int send_batch(zkl__session_t *s, batch_t *b) {
   free(b->res);
   b->res = NULL;
   for (op = b->ops, b->nz = 0; op; op = op->next)
-    b->nz += 1 + with_set(op);
+    b->nz += op_width(op);
   if (!(b->zops = calloc((size_t)b->nz, sizeof *b->zops)) ||
       !(b->res = calloc((size_t)b->nz, sizeof *b->res)))
     return ZSYSTEMERROR;
@@ -420,14 +371,26 @@ static int send_batch(zkl__session_t *s, batch_t *b) {
       zoo_delete_op_init(&b->zops[i++], op->path, op->version);
       continue;
     }
+    if (op->kind == BOP_CHECK) {
+      zoo_check_op_init(&b->zops[i++], op->path, op->version);
+      continue;
+    }
+    if (op->kind == BOP_SET) { /* no data: the node goes right after */
+      zoo_set_op_init(&b->zops[i++], op->path, NULL, -1, op->version,
+                      &op->sst);
+      continue;
+    }
     free(op->out);
     op->outlen = (int)strlen(op->path) + 16; /* the sequence's digits */
     if (!(op->out = calloc(1, (size_t)op->outlen)))
       return ZSYSTEMERROR;
-    zoo_create_op_init(&b->zops[i++], op->path, op->data, op->len, s->c->acl,
-                       op->flags, op->out, op->outlen);
+    /* with_set: the data goes once, in the setData */
+    zoo_create_op_init(&b->zops[i++], op->path, with_set(op) ? NULL : op->data,
+                       with_set(op) ? -1 : op->len,
+                       op->acl ? op->acl : s->c->acl, op->flags, op->out,
+                       op->outlen);
     if (with_set(op))
-      zoo_set_op_init(&b->zops[i++], op->path, op->data, op->len, 0,
+      zoo_set_op_init(&b->zops[i++], op->set_path, op->data, op->len, 0,
                       &op->sst);
   }
   rc = zkl__zoo_amulti(s->zh, b->nz, b->zops, b->res, on_multi, b);
@@ -450,8 +413,9 @@ static int send_batch(zkl__session_t *s, batch_t *b) {
 static int send_single(zkl__session_t *s, bop_t *op) {
   if (op->kind == BOP_DELETE)
     return zoo_adelete(s->zh, op->path, op->version, on_single_void, op);
-  return zoo_acreate2(s->zh, op->path, op->data, op->len, s->c->acl,
-                      op->flags, on_single_create, op);
+  return zoo_acreate2(s->zh, op->path, op->data, op->len,
+                      op->acl ? op->acl : s->c->acl, op->flags,
+                      on_single_create, op);
 }
 
 int zkl__batch_queued(zkl__session_t *s, int *transactions) {
@@ -590,21 +554,20 @@ static int same_lock(const bop_t *a, const bop_t *b) {
   return da == db && strncmp(a->path, b->path, da) == 0;
 }
 
-static batch_t *joining(zkl__session_t *s, const bop_t *op, const bop_t *op2,
+static batch_t *joining(zkl__session_t *s, bop_t *const *ops, int n,
                         size_t bytes) {
   batch_t *b, *last = NULL;
   bop_t *o;
+  int i;
   for (b = s->queued; b; b = b->next)
     last = b;
-  if (last && (last->n >= OPS_MAX - 1 || last->bytes + bytes > BYTES_MAX))
+  if (last && (last->n >= OPS_MAX - n || last->bytes + bytes > BYTES_MAX))
     last = NULL, b = NULL;
   for (o = last ? last->ops : NULL; o; o = o->next)
-    if (o->kind == BOP_CREATE &&
-        ((op->kind == BOP_CREATE && same_lock(o, op)) ||
-         (op2 && op2->kind == BOP_CREATE && same_lock(o, op2)))) {
-      last = NULL;
-      break;
-    }
+    for (i = 0; i < n && last; i++)
+      if (o->kind == BOP_CREATE && ops[i]->kind == BOP_CREATE &&
+          same_lock(o, ops[i]))
+        last = NULL;
   if (last)
     return last;
   if (!(b = batch_new()))
@@ -638,33 +601,34 @@ static int send_pair(zkl__session_t *s, batch_t *b) {
   return rc;
 }
 
-/* Queues op (and op2, bound to it, when not NULL) behind the transaction
- * in flight, or sends it now: alone, or the pair as one transaction. */
-static int submit(zkl__session_t *s, bop_t *op, bop_t *op2) {
+/* One op goes alone when nothing is out (but a create marked at version
+ * 1, which needs its transaction), else as one transaction. */
+int zkl__batch_submit(zkl__session_t *s, bop_t *const *ops, int n) {
   batch_t *q;
-  int rc = ZOK, sent = 0, locked = op->call->fn != NULL;
-  size_t bytes = strlen(op->path) + (size_t)(op->len > 0 ? op->len : 0);
-  if (op2)
-    bytes += strlen(op2->path) + (size_t)(op2->len > 0 ? op2->len : 0);
+  bop_t *op = ops[0];
+  int rc = ZOK, sent = 0, locked = op->call->fn != NULL, i;
+  size_t bytes = 0;
+  for (i = 0; i < n; i++)
+    bytes += strlen(ops[i]->path) + (size_t)(ops[i]->len > 0 ? ops[i]->len : 0);
   pthread_mutex_lock(&s->bmu);
-  if (s->inflight < INFLIGHT_MAX && !s->queued && !op2) {
+  /* a create marked at version 1 needs its transaction even alone */
+  if (s->inflight < INFLIGHT_MAX && !s->queued && n == 1 && !with_set(op)) {
     s->inflight++;
     if ((rc = send_single(s, op)) != ZOK) {
       s->inflight--;
       bop_free(op);
     }
     sent = rc == ZOK;
-  } else if (!(q = joining(s, op, op2, bytes))) {
-    bop_free(op);
-    if (op2)
-      bop_free(op2);
+  } else if (!(q = joining(s, ops, n, bytes))) {
+    for (i = 0; i < n; i++)
+      bop_free(ops[i]);
     rc = ZSYSTEMERROR;
   } else {
-    for (; op; op = op2, op2 = NULL) {
-      op->b = q;
-      op->call->bop = op;
-      *q->tail = op;
-      q->tail = &op->next;
+    for (i = 0; i < n; i++) {
+      ops[i]->b = q;
+      ops[i]->call->bop = ops[i];
+      *q->tail = ops[i];
+      q->tail = &ops[i]->next;
       q->n++;
     }
     q->bytes += bytes;
@@ -677,92 +641,6 @@ static int submit(zkl__session_t *s, bop_t *op, bop_t *op2) {
   if (sent)
     zkl__session_nudge_timer(s, locked);
   return rc;
-}
-
-static bop_t *bop_new(zkl__call_t *call, zkl__session_t *s, int kind,
-                      const char *path) {
-  bop_t *op = calloc(1, sizeof *op);
-  if (!op)
-    return NULL;
-  op->s = s;
-  op->call = call;
-  op->kind = kind;
-  op->len = -1;
-  op->version = -1;
-  if (!(op->path = zkl__strdup(path))) {
-    free(op);
-    return NULL;
-  }
-  return op;
-}
-
-int zkl__batch_create(zkl__call_t *call, zkl__session_t *s, const char *path,
-                      const char *data, int len, int flags) {
-  bop_t *op = bop_new(call, s, BOP_CREATE, path);
-  if (!op)
-    return ZSYSTEMERROR;
-  op->flags = flags;
-  if (data && len >= 0) {
-    if (!(op->data = malloc((size_t)len + 1))) {
-      bop_free(op);
-      return ZSYSTEMERROR;
-    }
-    memcpy(op->data, data, (size_t)len);
-    op->len = len;
-  }
-  return submit(s, op, NULL);
-}
-
-int zkl__batch_delete(zkl__call_t *call, zkl__session_t *s, const char *path,
-                      int version) {
-  bop_t *op = bop_new(call, s, BOP_DELETE, path);
-  if (!op)
-    return ZSYSTEMERROR;
-  op->version = version;
-  return submit(s, op, NULL);
-}
-
-int zkl__batch_delete_pair(zkl__call_t *call, zkl__call_t *pcall,
-                           zkl__session_t *s, const char *path,
-                           const char *parent) {
-  bop_t *op = bop_new(call, s, BOP_DELETE, path), *op2;
-  if (!op)
-    return ZSYSTEMERROR;
-  if (!(op2 = bop_new(pcall, s, BOP_DELETE, parent))) {
-    bop_free(op);
-    return ZSYSTEMERROR;
-  }
-  op2->dep = op;
-  return submit(s, op, op2);
-}
-
-int zkl__batch_create_pair(zkl__call_t *call, zkl__call_t *pcall,
-                           zkl__session_t *s, const char *path,
-                           const char *data, int len, int flags,
-                           const char *parent) {
-  bop_t *op = bop_new(pcall, s, BOP_CREATE, parent), *op2;
-  if (!op)
-    return ZSYSTEMERROR;
-  op->flags = 0; /* persistent: a container's answer is misread, above */
-  op->len = (int)strlen(ZKL__DIR_MARK);
-  if (!(op->data = zkl__strdup(ZKL__DIR_MARK)) ||
-      !(op2 = bop_new(call, s, BOP_CREATE, path))) {
-    bop_free(op);
-    return ZSYSTEMERROR;
-  }
-  op2->flags = flags;
-  if (data && len >= 0) {
-    if (!(op2->data = malloc((size_t)len + 1))) {
-      bop_free(op);
-      bop_free(op2);
-      return ZSYSTEMERROR;
-    }
-    memcpy(op2->data, data, (size_t)len);
-    op2->len = len;
-  }
-  op->dep = op2; /* never a parent alone, with nobody in it */
-  op2->probe = op;
-  return submit(s, op, op2);
 }
 
 int zkl__batch_list(zkl__call_t *call, zkl__session_t *s, const char *path,

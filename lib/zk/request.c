@@ -55,11 +55,19 @@ int zkl__create(zkl__call_t *call, zkl__session_t *s, const char *path,
                 const char *data, int len, int flags) {
   if (!(flags & ZOO_CONTAINER)) /* see batch.c */
     return zkl__issued(call, ZKL_STATS_REQ_CREATE,
-                       zkl__batch_create(call, s, path, data, len, flags));
+                       zkl__batch_create(call, s, path, data, len, flags,
+                                         NULL));
   out(call, s);
   return sent(call, ZKL_STATS_REQ_CREATE,
               zoo_acreate2(s->zh, path, data, len, call->c->acl, flags,
                            on_create_w, call));
+}
+
+int zkl__create_own(zkl__call_t *call, zkl__session_t *s, const char *path,
+                    const char *data, int len, int flags) {
+  return zkl__issued(call, ZKL_STATS_REQ_CREATE,
+                     zkl__batch_create(call, s, path, data, len, flags,
+                                       &call->c->own_acl));
 }
 
 int zkl__create_dir(zkl__call_t *call, zkl__session_t *s, const char *path,
@@ -92,15 +100,32 @@ int zkl__children_after(zkl__call_t *call, zkl__session_t *s, const char *path,
                      zkl__batch_list(call, s, path, create));
 }
 
+#ifdef ZKL_FAULT_INJECTION
+_Atomic int zkl__fault_get_rewritten;
+
+static void on_fault_set(int rc, const struct Stat *st, const void *data) {
+  (void)rc, (void)st, (void)data;
+}
+#endif
+
 int zkl__get(zkl__call_t *call, zkl__session_t *s, const char *path,
              int watch) {
+  int rc;
   /* getData, not exists: a node already gone leaves no dangling watch. */
   if (watch)
-    return zkl__issued(
+    rc = zkl__issued(
         call, ZKL_STATS_REQ_GET_DATA,
         zoo_awget(s->zh, path, call->c->watcher, call->c, zkl__on_data, call));
-  return zkl__issued(call, ZKL_STATS_REQ_GET_DATA,
+  else
+    rc = zkl__issued(call, ZKL_STATS_REQ_GET_DATA,
                      zoo_aget(s->zh, path, 0, zkl__on_data, call));
+#ifdef ZKL_FAULT_INJECTION
+  /* someone else rewrites the node right after our read, ahead of
+   * anything we send next on s */
+  if (rc == ZOK && atomic_exchange(&zkl__fault_get_rewritten, 0))
+    (void)zoo_aset(s->zh, path, "x", 1, -1, on_fault_set, NULL);
+#endif
+  return rc;
 }
 
 int zkl__exists(zkl__call_t *call, zkl__session_t *s, const char *path) {
@@ -123,6 +148,18 @@ int zkl__delete_at(zkl__call_t *call, zkl__session_t *s, const char *path,
                    int version) {
   return zkl__issued(call, ZKL_STATS_REQ_DELETE,
                      zkl__batch_delete(call, s, path, version));
+}
+
+int zkl__delete_guarded(zkl__call_t *gcall, zkl__call_t *call,
+                        zkl__call_t *pcall, zkl__session_t *s,
+                        const char *path, int set, int version,
+                        const char *parent) {
+  int rc = zkl__batch_delete_guarded(gcall, call, pcall, s, path, set,
+                                     version, parent);
+  zkl__issued(gcall, set ? ZKL_STATS_REQ_SET_DATA : ZKL_STATS_REQ_CHECK, rc);
+  if (parent)
+    zkl__issued(pcall, ZKL_STATS_REQ_DELETE, rc);
+  return zkl__issued(call, ZKL_STATS_REQ_DELETE, rc);
 }
 
 int zkl__delete_with_parent(zkl__call_t *call, zkl__call_t *pcall,

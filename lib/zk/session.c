@@ -135,6 +135,8 @@ static void apply_state(zkl_client_t *c, zkl__session_t *s, int zstate) {
 /* Session events of one handle; its context is the session, so an event
  * that arrives before the session is installed as current is still kept
  * (in s->zstate) and applied when it is. */
+static int own_auth(zkl__session_t *s);
+
 static void session_watcher(zhandle_t *zh, int type, int state,
                             const char *path, void *ctx) {
   zkl__session_t *s = ctx;
@@ -143,6 +145,7 @@ static void session_watcher(zhandle_t *zh, int type, int state,
   if (type != ZOO_SESSION_EVENT)
     return;
   pthread_mutex_lock(&c->mu);
+  (void)own_auth(s); /* before anyone hears of a connection */
   s->zstate = state;
   if (state == ZOO_CONNECTED_STATE) {
     const clientid_t *id = zoo_client_id(zh);
@@ -161,6 +164,9 @@ static void on_auth(int rc, const void *data) {
   zkl__session_t *s = (zkl__session_t *)data;
   zkl_client_t *c = s->c;
   pthread_mutex_lock(&c->mu);
+  s->auth_answered = 1;
+  if (rc == ZOK) /* ours next (own_auth), before anyone hears of this */
+    (void)own_auth(s);
   if (rc == ZOK)
     s->auth_done = 1;
   else if (rc != ZCLOSING && !zkl__is_conn_error(rc)) {
@@ -174,6 +180,40 @@ static void on_auth(int rc, const void *data) {
   pthread_mutex_unlock(&c->mu);
 }
 
+/* Our own identity's answer (digest.c): a digest is never refused, and
+ * the requests behind it go in the session's order, after it. A session
+ * whose identity could not be given fails its guarded releases with
+ * ZNOAUTH, which reads as a loss: never as a hold kept. */
+static void on_own_auth(int rc, const void *data) {
+  zkl__session_t *s = (zkl__session_t *)data;
+  if (rc != ZOK && rc != ZCLOSING && !zkl__is_conn_error(rc))
+    zkl__log(s->c, ZKL_LOG_ERROR, "our own identity was refused: %s",
+             zerror(rc));
+}
+
+/* Under c->mu: gives session s our own identity, if it is still to be
+ * given: after the
+ * user's credentials have been answered, for the C client hands the
+ * answer to one of a handle's credentials to the callbacks of all those
+ * still waiting (a rejection of the user's would then read as accepted).
+ * A handle with no connection yet (state 0, its first connect under way)
+ * takes no credentials: they are given at its first session event
+ * instead, before that event is applied. Nothing needs the identity
+ * before a hold, which comes after the connection and after the user's
+ * credentials are accepted: a node is made with our ACL (which names the
+ * identity) by anyone, only its release's guard must present it. */
+static int own_auth(zkl__session_t *s) {
+  zkl_client_t *c = s->c;
+  int rc;
+  if (!s->own_auth || (c->auth_scheme && !s->auth_answered))
+    return ZOK;
+  rc = zoo_add_auth(s->zh, "digest", c->ident.cred, (int)strlen(c->ident.cred),
+                    on_own_auth, s);
+  if (rc == ZOK)
+    s->own_auth = 0;
+  return rc == ZINVALIDSTATE && zoo_state(s->zh) == 0 ? ZOK : rc;
+}
+
 /* Makes a new ZooKeeper handle and installs it as current. Called without
  * c->mu. Returns 0, or -1 when the handle could not be made (retried). */
 #ifdef ZKL_FAULT_INJECTION
@@ -182,6 +222,7 @@ _Atomic int zkl__fault_new_session;
 
 int zkl__new_session(zkl_client_t *c) {
   zkl__session_t *s, *old;
+  int rc;
 #ifdef ZKL_FAULT_INJECTION
   if (atomic_load(&zkl__fault_new_session) > 0) {
     atomic_fetch_sub(&zkl__fault_new_session, 1);
@@ -209,9 +250,13 @@ int zkl__new_session(zkl_client_t *c) {
   zoo_set_servers_resolution_delay(s->zh, -1);
   /* The C client sends the credentials ahead of every request, and again
    * on every reconnection of this handle; a new handle needs them anew. */
-  if (c->auth_scheme &&
-      zoo_add_auth(s->zh, c->auth_scheme, c->auth, (int)strlen(c->auth),
-                   on_auth, s) != ZOK) {
+  s->own_auth = 1;
+  pthread_mutex_lock(&c->mu); /* own_auth: against the session's events */
+  rc = c->auth_scheme ? zoo_add_auth(s->zh, c->auth_scheme, c->auth,
+                                     (int)strlen(c->auth), on_auth, s)
+                      : own_auth(s);
+  pthread_mutex_unlock(&c->mu);
+  if (rc != ZOK) {
     zookeeper_close(s->zh);
     pthread_mutex_destroy(&s->bmu);
     free(s);

@@ -18,6 +18,8 @@ struct zkl__session {
   int refs;
   int expired;
   int auth_done; /* the ensemble accepted our credentials */
+  int own_auth;  /* our own identity is still to be given (session.c) */
+  int auth_answered; /* the user's credentials have had their answer */
   int was_connected; /* a CONNECTED event was applied (under c->mu) */
   int64_t id;
   struct zkl__session *next_dead;
@@ -140,6 +142,12 @@ ZKL__HIDDEN void zkl__call_free(zkl__call_t *call);
 ZKL__HIDDEN int zkl__create(zkl__call_t *call, zkl__session_t *s,
                             const char *path, const char *data, int len,
                             int flags);
+/* A node whose release is guarded by our own identity (release.c): with
+ * the client's own ACL (c->own_acl), read for everyone and every right
+ * for our identity alone, and marked at data version 1 (batch.c). */
+ZKL__HIDDEN int zkl__create_own(zkl__call_t *call, zkl__session_t *s,
+                                const char *path, const char *data, int len,
+                                int flags);
 /* A queue's directory, or one of its parents: a container (with no data
  * given, its data is ZKL__DIR_MARK: zkl_sweep() may delete it), or with
  * `persistent` a plain node (a kazoo flavour's, as kazoo makes it). Never
@@ -152,8 +160,8 @@ ZKL__HIDDEN int zkl__create_dir(zkl__call_t *call, zkl__session_t *s,
  * (zkl__batch_create_pair): the directory a plain persistent node with
  * data ZKL__DIR_MARK, for Debian's 3.8.0 client misreads a container
  * create in a transaction. pcall gets the directory's code (and, made,
- * its stat), call the node's (and its stat, the directory's czxid: one
- * transaction, one zxid). The node goes again alone, and asks for its
+ * its stat), call the node's (and its stat, at data version 1: see
+ * zkl__batch_create_pair). The node goes again alone, and asks for its
  * stat, when the directory was there already. */
 ZKL__HIDDEN int zkl__create_with_dir(zkl__call_t *call, zkl__call_t *pcall,
                                      zkl__session_t *s, const char *path,
@@ -174,6 +182,13 @@ ZKL__HIDDEN int zkl__delete(zkl__call_t *call, zkl__session_t *s,
 /* delete, if the node's data version is still `version` */
 ZKL__HIDDEN int zkl__delete_at(zkl__call_t *call, zkl__session_t *s,
                                const char *path, int version);
+/* A delete guarded in its transaction (zkl__batch_delete_guarded): the
+ * node at data version `version` (with `set`, and the write right our
+ * identity alone has), then the node, then `parent` if not NULL. */
+ZKL__HIDDEN int zkl__delete_guarded(zkl__call_t *gcall, zkl__call_t *call,
+                                    zkl__call_t *pcall, zkl__session_t *s,
+                                    const char *path, int set, int version,
+                                    const char *parent);
 /* path and its parent `dir`, one transaction (zkl__batch_delete_pair):
  * pcall gets the parent's code. */
 ZKL__HIDDEN int zkl__delete_with_parent(zkl__call_t *call, zkl__call_t *pcall,
@@ -211,16 +226,29 @@ ZKL__HIDDEN int zkl__children_after(zkl__call_t *call, zkl__session_t *s,
  * all the others that arrive meanwhile, as one zoo_amulti when the
  * transaction in flight is answered. Reads are never held back, except a
  * listing that must follow its create (zkl__children_after). */
+/* acl: NULL for the client's (c->acl) */
 ZKL__HIDDEN int zkl__batch_create(zkl__call_t *call, zkl__session_t *s,
                                   const char *path, const char *data,
-                                  int len, int flags);
+                                  int len, int flags,
+                                  const struct ACL_vector *acl);
+/* A guarded delete, one transaction: a check of path at data version
+ * `version` (with `set`, a setData instead, which also needs the write
+ * right the node's ACL gives), then its delete, then (parent not NULL)
+ * the parent's. gcall gets the guard's code, call the delete's (the
+ * guard's when it failed), pcall the parent's. */
+ZKL__HIDDEN int zkl__batch_delete_guarded(zkl__call_t *gcall, zkl__call_t *call,
+                                          zkl__call_t *pcall,
+                                          zkl__session_t *s, const char *path,
+                                          int set, int version,
+                                          const char *parent);
 /* version: the node's data version, or -1 (any) */
 ZKL__HIDDEN int zkl__batch_delete(zkl__call_t *call, zkl__session_t *s,
                                   const char *path, int version);
-/* Creates parent (persistent, data ZKL__DIR_MARK, and a setData of it in
- * the same transaction, whose stat is the transaction's zxid) and then
- * path in one transaction: the parent never alone, and path alone, once
- * more, if the parent's create fails (it was there already). */
+/* Creates parent (persistent, data ZKL__DIR_MARK) and then path, with a
+ * setData of path's first name (sequence 0) that writes its data and
+ * answers its stat, in one transaction: the node is then at version 1.
+ * The parent never alone, and path alone, once more, with its data, if
+ * the parent's create fails (it was there already). */
 ZKL__HIDDEN int zkl__batch_create_pair(zkl__call_t *call, zkl__call_t *pcall,
                                        zkl__session_t *s, const char *path,
                                        const char *data, int len, int flags,
@@ -282,5 +310,9 @@ ZKL__HIDDEN extern _Atomic int zkl__fault_dir_rewritten;
  * and made again with other data just after, on the same session, as if
  * by someone else. */
 ZKL__HIDDEN extern _Atomic int zkl__fault_dir_replaced;
+/* When set, the next getData sent (request.c) is followed, on the same
+ * session, by a setData of that node to "x", as if someone else rewrote
+ * it between our read and whatever we send next. */
+ZKL__HIDDEN extern _Atomic int zkl__fault_get_rewritten;
 #endif
 ZKL__HIDDEN int zkl__is_conn_error(int rc);
