@@ -39,13 +39,19 @@
  *
  * ERRORS
  *   Every fallible function returns int: ZKL_OK (0) on success, a negative
- *   zkl_error_t, or a ZooKeeper error code (ZCONNECTIONLOSS, ZNOAUTH, ...)
- *   passed through unchanged. The two ranges never overlap. zkl_strerror()
- *   and zkl_err_name() describe any of them. Codes are never renumbered.
+ *   zkl_error_t (below -1000), or a ZooKeeper error code (ZCONNECTIONLOSS,
+ *   ZNOAUTH, ...) passed through unchanged, which this header names
+ *   ZKL_ZCONNECTIONLOSS, ZKL_ZNOAUTH, ... (zkl_zk_error_t): no need for
+ *   zookeeper.h. The two ranges never overlap. zkl_strerror() and
+ *   zkl_err_name() describe any of them. Codes are never renumbered.
  *
  * MEMORY
  *   Strings and buffers passed in are copied. Anything returned that the
  *   caller owns is freed with the one function its documentation names.
+ *   A call that hands out an object through a pointer (*out of the create
+ *   functions, a lease, a hold, a listing) sets that pointer to NULL
+ *   whenever it fails, so destroying or freeing it then is harmless (every
+ *   destroy and free function takes NULL).
  *
  * TIME
  *   Deadlines are absolute, in milliseconds of CLOCK_MONOTONIC as returned by
@@ -114,6 +120,38 @@ typedef enum zkl_error {
   ZKL_ERRNO_MAP(ZKL__ERR_ENUM)
 #undef ZKL__ERR_ENUM
 } zkl_error_t;
+
+/*
+ * ZooKeeper's own codes, which zklock passes through unchanged, under names
+ * of ours: ZKL_ZNOAUTH is ZooKeeper's ZNOAUTH (-102), and so on, so that a
+ * program can test `rc == ZKL_ZNOAUTH` without including zookeeper.h. The
+ * library checks when it is built that each equals zookeeper.h's value.
+ * Those a lock, election or guarded write can return are among the first
+ * lines: connection trouble (ZKL_ZCONNECTIONLOSS, ZKL_ZOPERATIONTIMEOUT,
+ * ZKL_ZSESSIONEXPIRED, ZKL_ZSESSIONMOVED, ZKL_ZCLOSING), and what the
+ * ensemble refused (ZKL_ZNOAUTH: an ACL; ZKL_ZNONODE: a node, such as a
+ * connect string's chroot, does not exist; ZKL_ZNODEEXISTS, ZKL_ZBADVERSION,
+ * ZKL_ZNOTEMPTY: a guarded write's op, see zkl_op_t.rc).
+ */
+#define ZKL_ZK_ERRNO_MAP(XX)                                                   \
+  XX(ZCONNECTIONLOSS, -4) XX(ZOPERATIONTIMEOUT, -7) XX(ZSESSIONEXPIRED, -112)  \
+  XX(ZSESSIONMOVED, -118) XX(ZCLOSING, -116) XX(ZNOAUTH, -102)                 \
+  XX(ZNONODE, -101) XX(ZNODEEXISTS, -110) XX(ZBADVERSION, -103)                \
+  XX(ZNOTEMPTY, -111) XX(ZNOCHILDRENFOREPHEMERALS, -108) XX(ZINVALIDACL, -114) \
+  XX(ZAUTHFAILED, -115) XX(ZNOTREADONLY, -119) XX(ZTHROTTLEDOP, -127)          \
+  XX(ZRUNTIMEINCONSISTENCY, -2) XX(ZSYSTEMERROR, -1)                           \
+  XX(ZDATAINCONSISTENCY, -3) XX(ZMARSHALLINGERROR, -5)                         \
+  XX(ZUNIMPLEMENTED, -6) XX(ZBADARGUMENTS, -8) XX(ZINVALIDSTATE, -9)           \
+  XX(ZNEWCONFIGNOQUORUM, -13) XX(ZRECONFIGINPROGRESS, -14)                     \
+  XX(ZSSLCONNECTIONERROR, -15) XX(ZAPIERROR, -100) XX(ZINVALIDCALLBACK, -113)  \
+  XX(ZNOTHING, -117) XX(ZEPHEMERALONLOCALSESSION, -120) XX(ZNOWATCHER, -121)   \
+  XX(ZRECONFIGDISABLED, -123) XX(ZSESSIONCLOSEDREQUIRESASLAUTH, -124)
+
+typedef enum zkl_zk_error {
+#define ZKL__ZK_ENUM(name, code) ZKL_##name = (code),
+  ZKL_ZK_ERRNO_MAP(ZKL__ZK_ENUM)
+#undef ZKL__ZK_ENUM
+} zkl_zk_error_t;
 
 /*
  * Static English text for any code returned by zklock, including ZooKeeper's
@@ -210,7 +248,7 @@ enum {
   ZKL_ACL_OPEN = 0,
   /* All rights to the authenticated identity of the creating session,
    * read to everyone. Sessions without that identity can still list a
-   * queue and watch it, but get ZNOAUTH when they delete or rewrite a
+   * queue and watch it, but get ZKL_ZNOAUTH when they delete or rewrite a
    * node, or create one under a lock. Parents that already exist keep
    * their ACL: only what zklock creates is protected. */
   ZKL_ACL_CREATOR = 1
@@ -230,15 +268,17 @@ typedef enum zkl_client_state {
  * Create a client for the comma-separated host:port list `hosts` and start
  * its session. `opts` may be NULL for defaults; it is copied.
  *
- * Waits up to opts->connect_timeout_ms for the session; if none is
- * established in time, returns ZKL_ECONNECT and creates nothing.
- * On success *out receives the client; the caller owns it and frees it with
- * zkl_client_destroy().
+ * Returns ZKL_OK (*out receives the client; the caller owns it and frees
+ * it with zkl_client_destroy()), ZKL_EINVAL (NULL out or hosts, empty
+ * hosts, a host list ZooKeeper cannot parse or resolve, bad option),
+ * ZKL_ENOMEM, ZKL_ESYSTEM (thread or ZooKeeper handle creation failed; see
+ * errno), ZKL_ECONNECT (no session within opts->connect_timeout_ms:
+ * nothing is created), ZKL_EAUTH (the ensemble rejected the credentials).
+ * On failure *out is NULL. Thread-safe.
  *
- * Returns ZKL_OK, ZKL_EINVAL (NULL out or hosts, empty hosts, a host list
- * ZooKeeper cannot parse or resolve, bad option), ZKL_ENOMEM, ZKL_ESYSTEM
- * (thread or ZooKeeper handle creation failed; see errno), ZKL_ECONNECT,
- * ZKL_EAUTH (the ensemble rejected the credentials). Thread-safe.
+ * `hosts` may end with a chroot path ("zk1:2181,zk2:2181/myapp"): every
+ * path, roots included, is then under it. ZooKeeper needs that node to
+ * exist; calls that make nodes under a missing one fail with ZKL_ZNONODE.
  */
 ZKL_EXTERN int zkl_client_create(zkl_client_t **out, const char *hosts,
                                  const zkl_client_options_t *opts);
@@ -591,41 +631,46 @@ typedef struct zkl_mutex_options {
 } zkl_mutex_options_t;
 
 /*
- * Create a mutex object for lock `name` under opts->root on `client`.
- * Talks to nobody: parents are created on first use, as container nodes.
- * The lock's own parent <root>/<name>, when this object has not seen it,
- * is made in the same transaction as the object's first node, as a plain
- * (persistent) node with the data "zklock-parent": Debian's 3.8.0 C
- * client cannot put a container in a transaction. That node holds
- * without a listing when it is the parent's first (its sequence number
- * 0: nobody can be before it), and its token comes from the transaction
- * with no read. The server never sweeps a plain node, so whoever empties
- * it deletes it. When this object made it and last found its node alone
- * in it, the object's first release deletes it in the same transaction as
- * the node (a per-key lock used once leaves nothing behind), unless
- * someone has joined since; an object that holds again keeps it until
- * destroyed, and then deletes it unless someone has joined or deleted and
- * made it again (it is read first: then it is theirs). An object that
- * found such a parent made by someone else reads it when destroyed, and
- * deletes it if it still says "zklock-parent" and is empty. A process
- * killed in between leaves it to zkl_sweep() (zklock --sweep). Two exceptions,
- * where the parent is never deleted by this object: with ZKL_MUTEX_KAZOO
- * (see there); and once any listing of the queue by this object has shown
- * a node that is not <guid><marker><seq> with this object's own marker
- * (another library's, such as Curator's "_c_<uuid>-lock-<seq>" or kazoo's
- * "__lock__", another zklock recipe's, or a planted one), for that
- * library may rely on the parent staying. The names decide: nothing
- * extra is read. A flat lock (ZKL_MUTEX_FLAT) has no directory: its node
- * is <root>/<name>, and <root> is never deleted by this object.
+ * Create a mutex object for lock `name` under opts->root (opts NULL, or
+ * its root NULL: "/locks") on `client`. Talks to nobody: the first acquire
+ * makes the lock's nodes.
+ *
+ * Returns ZKL_OK (*out set; free with zkl_mutex_destroy()), ZKL_EINVAL
+ * (a bad name, root, data length or flag, ZKL_MUTEX_FLAT with
+ * ZKL_MUTEX_KAZOO, a NULL or dead client), ZKL_ENOMEM, ZKL_ECLOSED,
+ * ZKL_EFORKED. On failure *out is NULL. Thread-safe.
  *
  * `name` must be 1..ZKL_NAME_MAX bytes, contain no '/', no control
  * character, and not be "." or "..". opts->root must be an absolute path
  * without a trailing '/', empty components, "." or ".." components, at most
- * ZKL_ROOT_MAX bytes.
+ * ZKL_ROOT_MAX bytes (zkl_name_check() and zkl_root_check() say).
  *
- * Returns ZKL_OK (*out set; free with zkl_mutex_destroy()), ZKL_EINVAL
- * (also for ZKL_MUTEX_FLAT with ZKL_MUTEX_KAZOO, or an unknown flag),
- * ZKL_ENOMEM, ZKL_ECLOSED. Thread-safe.
+ * Notes: the lock's parent <root>/<name>. Parents above it are created on
+ * first use, as container nodes. The lock's own parent, when this object
+ * has not seen it, is made in the same transaction as the object's first
+ * node, as a plain (persistent) node with the data "zklock-parent":
+ * Debian's 3.8.0 C client cannot put a container in a transaction. That
+ * node holds without a listing when it is the parent's first (its sequence
+ * number 0: nobody can be before it), and its token comes from the
+ * transaction with no read. The server never sweeps a plain node, so
+ * whoever empties it deletes it. When this object made it and last found
+ * its node alone in it, the object's first release deletes it in the same
+ * transaction as the node (a per-key lock used once leaves nothing
+ * behind), unless someone has joined since; an object that holds again
+ * keeps it until destroyed, and then deletes it unless someone has joined
+ * or deleted and made it again (it is read first: then it is theirs). An
+ * object that found such a parent made by someone else reads it when
+ * destroyed, and deletes it if it still says "zklock-parent" and is empty.
+ * A process killed in between leaves it to zkl_sweep() (zklock --sweep).
+ * Two exceptions, where the parent is never deleted by this object: with
+ * ZKL_MUTEX_KAZOO (see there); and once any listing of the queue by this
+ * object has shown a node that is not <guid><marker><seq> with this
+ * object's own marker (another library's, such as Curator's
+ * "_c_<uuid>-lock-<seq>" or kazoo's "__lock__", another zklock recipe's,
+ * or a planted one), for that library may rely on the parent staying. The
+ * names decide: nothing extra is read. A flat lock (ZKL_MUTEX_FLAT) has no
+ * directory: its node is <root>/<name>, and <root> is never deleted by
+ * this object.
  */
 ZKL_EXTERN int zkl_mutex_create(zkl_mutex_t **out, zkl_client_t *client,
                                 const char *name,
@@ -654,7 +699,7 @@ ZKL_EXTERN int zkl_mutex_destroy(zkl_mutex_t *mutex);
  * ZKL_EDEADLK (the calling thread already holds the same lock through
  * another zkl_mutex_t of this process: waiting would never end);
  * ZKL_EAUTH; ZKL_EFORKED; a ZooKeeper code for errors that retrying cannot
- * fix (e.g. ZNOAUTH). Connection loss and session expiry while waiting are
+ * fix (e.g. ZKL_ZNOAUTH). Connection loss and session expiry while waiting are
  * retried. On any error, no node of ours is left in the queue.
  *
  * The queue's order is decided from our own node: a node holds when no
@@ -682,7 +727,9 @@ ZKL_EXTERN int zkl_mutex_trylock(zkl_mutex_t *mutex);
 
 /*
  * Acquire, giving up at deadline_ms (see TIME) with ZKL_ETIMEDOUT; our
- * node is removed before returning. No new request is sent once the
+ * node is removed before returning. Other codes as zkl_mutex_lock().
+ *
+ * Notes: no new request is sent once the
  * deadline has passed, but a request already sent is waited for, and so
  * is the delete of our node: the call may return later than
  * the deadline by at most two ZooKeeper round trips (each bounded by the
@@ -750,7 +797,7 @@ ZKL_EXTERN int zkl_mutex_cancel(zkl_mutex_t *mutex);
  * exists, was created by us, and belongs to our current session, as of
  * every write committed before the call. Returns ZKL_OK; ZKL_ELOST (the hold is gone, and is
  * marked LOST); ZKL_ENOTOWNER; a ZooKeeper code when it cannot tell
- * (e.g. ZCONNECTIONLOSS: the hold is then AT_RISK, not lost). For a
+ * (e.g. ZKL_ZCONNECTIONLOSS: the hold is then AT_RISK, not lost). For a
  * caller that was stopped or paused and wants to know before acting.
  */
 ZKL_EXTERN int zkl_mutex_verify(zkl_mutex_t *mutex);
@@ -814,12 +861,15 @@ enum { ZKL_MODE_EXCLUSIVE = 0, ZKL_MODE_SHARED = 1, ZKL_MODE_LEASE = 2 };
  * (owner 0), which contenders do not wait behind. The order is the one
  * contenders use (see zkl_mutex_lock()). *out receives an array of *count
  * entries (NULL and 0 when the queue is empty or the lock never existed);
- * free it with zkl_contenders_free(). Nodes that vanish while being read
- * are left out. The listing is preceded by a sync, so it reflects every
- * change committed before the call, by any session. A flat lock
- * (ZKL_MUTEX_FLAT) held shows as one entry: its node's name (`name`),
- * seq 0, holds 1; its waiters leave no trace to list. Returns ZKL_OK,
- * ZKL_EINVAL, ZKL_ENOMEM, a ZooKeeper code.
+ * free it with zkl_contenders_free(). Returns ZKL_OK, ZKL_EINVAL,
+ * ZKL_ENOMEM, ZKL_EFORKED, a ZooKeeper code; on failure *out is NULL and
+ * *count 0.
+ *
+ * Nodes that vanish while being read are left out. The listing is
+ * preceded by a sync, so it reflects every change committed before the
+ * call, by any session. A flat lock (ZKL_MUTEX_FLAT) held shows as one
+ * entry: its node's name (`name`), seq 0, holds 1; its waiters leave no
+ * trace to list.
  */
 ZKL_EXTERN int zkl_mutex_queue(zkl_client_t *client, const char *root,
                                const char *name, zkl_contender_t **out,
@@ -827,29 +877,64 @@ ZKL_EXTERN int zkl_mutex_queue(zkl_client_t *client, const char *root,
 
 /*
  * Delete the lock parents under `root` that nobody uses: every child of
- * root whose data is "zklock-parent" (the parents zklock makes: containers,
- * which the server removes itself, but only at its next sweep, once a
- * minute, at most znode.container.maxPerMinute; and the plain ones a
- * lock's first node is made with, which a killed process leaves for good)
- * and that has no children. With older_than_ms > 0, only
- * those made or last written at least that long ago by the server's clock
- * (ctime, mtime) compared with this machine's. No other node is deleted:
- * kazoo (and zklock's ZKL_MUTEX_KAZOO flavour) makes its lock's parent
- * persistent, without that data, and relies on it staying. Each delete is
- * at the data version read: a parent rewritten since stays. Only root's
- * own children are looked at. A locker that was about to create its node in a parent
- * deleted here makes the parent again, as after the server's sweep. A
- * sync goes first, so every release committed before the call counts.
- * *removed (may be NULL) gets the number deleted. Returns ZKL_OK (also
- * when root does not exist), ZKL_EINVAL (NULL or dead client, bad root,
- * older_than_ms < 0), ZKL_ENOMEM, ZKL_EFORKED, ZKL_ESYSTEM, a ZooKeeper
- * code. Blocks for about three round trips. Thread-safe.
+ * root whose data is "zklock-parent" (the parents zklock makes) and that
+ * has no children; with older_than_ms > 0, only those made or last
+ * written at least that long ago (by the server's clock, ctime and mtime,
+ * compared with this machine's). *removed (may be NULL) gets the number
+ * deleted. Returns ZKL_OK (also when root does not exist), ZKL_EINVAL
+ * (NULL or dead client, bad root, older_than_ms < 0), ZKL_ENOMEM,
+ * ZKL_EFORKED, ZKL_ESYSTEM, a ZooKeeper code. Blocks for about three round
+ * trips. Thread-safe.
+ *
+ * No other node is deleted: kazoo (and zklock's ZKL_MUTEX_KAZOO flavour)
+ * makes its lock's parent persistent, without that data, and relies on it
+ * staying. Each delete is at the data version read: a parent rewritten
+ * since stays. Only root's own children are looked at. A locker that was
+ * about to create its node in a parent deleted here makes the parent
+ * again, as after the server's sweep. A sync goes first, so every release
+ * committed before the call counts.
+ *
+ * Notes: the parents zklock makes are containers, which the server
+ * removes itself, but only at its next sweep (once a minute, at most
+ * znode.container.maxPerMinute), and the plain ones a lock's first node is
+ * made with (zkl_mutex_create()), which a killed process leaves for good.
  */
 ZKL_EXTERN int zkl_sweep(zkl_client_t *client, const char *root,
                          int64_t older_than_ms, size_t *removed);
 
 /* Free what zkl_mutex_queue() returned. NULL is a no-op. */
 ZKL_EXTERN void zkl_contenders_free(zkl_contender_t *list, size_t count);
+
+/* One child of a root, as zkl_locks_list() returns it. */
+typedef struct zkl_lock_info {
+  char *name;                  /* the child's name: the lock's NAME */
+  zkl_contender_t *contenders; /* its queue, as zkl_mutex_queue() lists
+                                  it; NULL when count is 0 */
+  size_t count;                /* entries in contenders */
+} zkl_lock_info_t;
+
+/*
+ * List every child of `root` (NULL = "/locks"), sorted by name, each with
+ * its queue as zkl_mutex_queue() would list it: who holds, who waits,
+ * what was planted. Any kind of queue counts (a lock, read-write lock,
+ * semaphore, flat lock, or with root "/election" an election); a child
+ * with no contenders (a lock's parent that nobody uses right now, or a
+ * node that is no lock) has count 0, and the caller decides whether to
+ * show it. *out receives an array of *count entries (NULL and 0 when root
+ * has no children or does not exist); free it with zkl_locks_free(). A
+ * sync goes first, then one zkl_mutex_queue()-like listing per child, in
+ * turn (about a round trip per child, and one read per contender): meant
+ * for tools and operators, not for a hot path. On failure *out is NULL
+ * and *count 0. Returns ZKL_OK, ZKL_EINVAL (NULL or dead client, NULL
+ * out or count, bad root), ZKL_ENOMEM, ZKL_EFORKED, ZKL_ESYSTEM, a
+ * ZooKeeper code. Thread-safe.
+ */
+ZKL_EXTERN int zkl_locks_list(zkl_client_t *client, const char *root,
+                              zkl_lock_info_t **out, size_t *count);
+
+/* Free what zkl_locks_list() returned, contenders included. NULL is a
+ * no-op. */
+ZKL_EXTERN void zkl_locks_free(zkl_lock_info_t *list, size_t count);
 
 /* ------------------------------------------------------------------------ */
 /* Read-write lock                                                           */
@@ -909,7 +994,8 @@ typedef struct zkl_rwlock_options {
 /*
  * Create a read-write lock object for lock `name`; the rules of
  * zkl_mutex_create() apply. Returns ZKL_OK (*out set; free with
- * zkl_rwlock_destroy()), ZKL_EINVAL, ZKL_ENOMEM, ZKL_ECLOSED.
+ * zkl_rwlock_destroy()), ZKL_EINVAL, ZKL_ENOMEM, ZKL_ECLOSED, ZKL_EFORKED;
+ * on failure *out is NULL.
  */
 ZKL_EXTERN int zkl_rwlock_create(zkl_rwlock_t **out, zkl_client_t *client,
                                  const char *name,
@@ -964,11 +1050,15 @@ ZKL_EXTERN int zkl_rwlock_wrunlock(zkl_rwlock_t *rw);
 /*
  * Turn the calling thread's write hold (of depth 1) into a read hold,
  * atomically for every other contender: our node keeps its place in the
- * queue and its token, and only its data gains "mode=read" (one
- * conditional write). Writers queued behind us keep waiting; readers whose
+ * queue and its token. Writers queued behind us keep waiting; readers whose
  * only conflict was our node are let in; readers queued behind a later
  * writer are not. The same as zkl_rwlock_rdlock() then
- * zkl_rwlock_wrunlock(). If the write cannot reach the ensemble, the node
+ * zkl_rwlock_wrunlock(). Returns ZKL_OK; ZKL_ENOTOWNER (no write hold);
+ * ZKL_EBUSY (write held more than once: release the inner levels first);
+ * ZKL_ELOST (the hold was lost, and is cleared); ZKL_ENOMEM.
+ *
+ * Notes: only the node's data changes: it gains "mode=read" (one
+ * conditional write). If the write cannot reach the ensemble, the node
  * stays exclusive until released: we hold read all the same, and readers
  * wait longer. Curator's readers wait for our node until it is released
  * whatever its data (they know nothing of the mark). Readers trust the
@@ -976,9 +1066,6 @@ ZKL_EXTERN int zkl_rwlock_wrunlock(zkl_rwlock_t *rw);
  * allows it; ZKL_ACL_CREATOR does not) lets them in, and that writer's
  * hold then ends as LOST at once (zkl_mutex_options_t's
  * ZKL_MUTEX_NO_NODE_WATCH says when it learns of it), its node deleted.
- * Returns ZKL_OK; ZKL_ENOTOWNER (no write hold); ZKL_EBUSY (write held
- * more than once: release the inner levels first); ZKL_ELOST (the hold was
- * lost, and is cleared); ZKL_ENOMEM.
  */
 ZKL_EXTERN int zkl_rwlock_downgrade(zkl_rwlock_t *rw);
 
@@ -1072,7 +1159,7 @@ typedef struct zkl_semaphore_options {
  * Create a semaphore object of `leases` (1..ZKL_LEASES_MAX) leases for
  * `name` (the rules of zkl_mutex_create()). Talks to nobody. Returns ZKL_OK
  * (*out set; free with zkl_semaphore_destroy()), ZKL_EINVAL, ZKL_ENOMEM,
- * ZKL_ECLOSED.
+ * ZKL_ECLOSED, ZKL_EFORKED; on failure *out is NULL.
  */
 ZKL_EXTERN int zkl_semaphore_create(zkl_semaphore_t **out,
                                     zkl_client_t *client, const char *name,
@@ -1084,7 +1171,8 @@ ZKL_EXTERN int zkl_semaphore_create(zkl_semaphore_t **out,
  * waited for, or a lease of another N is in the way), or until deadline_ms (ZKL_ETIMEDOUT; see TIME, and
  * zkl_mutex_timedlock() for a deadline already past or ZKL_NO_DEADLINE,
  * which makes it zkl_semaphore_acquire()). *lease is set on
- * ZKL_OK; release it with zkl_lease_release(). An uncontended acquire is
+ * ZKL_OK (release it with zkl_lease_release()), NULL on any failure.
+ * Other codes below. An uncontended acquire is
  * one round trip: the create and the listing, and on an object's first
  * acquire a read of the directory's max=N in the same round trip; once
  * the directory was made anew or its data rewritten (the listing tells),
@@ -1171,7 +1259,8 @@ ZKL_EXTERN int zkl_lease_node_path(const zkl_lease_t *lease, char *buf,
  * The start functions return ZKL_OK (fn will run), or an error and fn
  * will not run: ZKL_EINVAL (NULL object, fn or hold), ZKL_ENOMEM,
  * ZKL_ECLOSED, ZKL_EFORKED. *hold is set before fn can run, and stays
- * valid until fn returns (a failure), or until released. An object with
+ * valid until fn returns (a failure), or until released; when the start
+ * function fails, *hold is NULL. An object with
  * asynchronous acquisitions pending, or holds they granted, cannot be
  * destroyed (ZKL_EBUSY): cancel or release them first.
  */
@@ -1292,7 +1381,8 @@ typedef struct zkl_election_options {
  * Create a candidate `id` (1..ZKL_ID_MAX printable bytes, no newline) for
  * election `name` (same rules as lock names). Does not join yet.
  * Returns ZKL_OK (*out set; free with zkl_election_destroy()), ZKL_EINVAL,
- * ZKL_ENOMEM, ZKL_ECLOSED. Thread-safe.
+ * ZKL_ENOMEM, ZKL_ECLOSED, ZKL_EFORKED, ZKL_ESYSTEM; on failure *out is
+ * NULL. Thread-safe.
  */
 ZKL_EXTERN int zkl_election_create(zkl_election_t **out, zkl_client_t *client,
                                    const char *name, const char *id,
@@ -1318,7 +1408,7 @@ ZKL_EXTERN int zkl_election_join(zkl_election_t *e);
  * Returns ZKL_OK (leader), ZKL_ETIMEDOUT (still campaigning), ZKL_ELOST
  * (the candidacy ended: lost or resigned), ZKL_EINVAL, or the error that
  * ended the campaign (ZKL_EREVOKED: another client deleted our node;
- * ZKL_EAUTH; a ZooKeeper code such as ZNOAUTH).
+ * ZKL_EAUTH; a ZooKeeper code such as ZKL_ZNOAUTH).
  */
 ZKL_EXTERN int zkl_election_wait(zkl_election_t *e, int64_t deadline_ms);
 
@@ -1450,7 +1540,7 @@ typedef struct zkl_multilock_options {
  * Create a multi-lock of members[0..n) (1..ZKL_MULTILOCK_MAX; names are
  * copied, and must differ). Talks to nobody. Returns ZKL_OK (*out set;
  * free with zkl_multilock_destroy()), ZKL_EINVAL, ZKL_ENOMEM,
- * ZKL_ECLOSED, ZKL_EFORKED.
+ * ZKL_ECLOSED, ZKL_EFORKED; on failure *out is NULL.
  */
 ZKL_EXTERN int zkl_multilock_create(zkl_multilock_t **out,
                                     zkl_client_t *client,
@@ -1547,22 +1637,18 @@ ZKL_EXTERN int zkl_multilock_destroy(zkl_multilock_t *ml);
  * election's root and name work too: its leader holds) to give it up,
  * and take it from those that have not within grace_ms.
  *
+ * *forced (may be NULL) receives the number of nodes deleted by force.
+ * Returns ZKL_OK; ZKL_ENOTHELD (nobody holds, or `node` is not in the
+ * queue: nothing written); ZKL_ZNOAUTH (the ACL refuses our credentials:
+ * under ZKL_ACL_CREATOR only the creator's identity may ask or force);
+ * ZKL_EINVAL; ZKL_ENOMEM; ZKL_EFORKED; ZKL_ECLOSED; or a connection code
+ * when no server answered for about a session timeout. Blocks up to
+ * grace_ms and a few round trips. Thread-safe.
+ *
  * `node` NULL asks every current holder (a writer, all readers, all
  * leases); a contender's node name, as zkl_mutex_queue() lists it, asks
  * that one. A named waiter holds nothing to give back: its node is
  * deleted at once, and its acquire returns ZKL_EREVOKED.
- *
- * The request is a line "revoke=<nonce>,<grace_ms>" added to the header
- * of the holder's node data by a conditional write, merged again when the
- * data changed meanwhile: nothing there is lost, and two revokers' lines
- * both stay. A zklock holder (its node watched: the default from 100 ms
- * into a hold) turns ZKL_STATE_REVOKE_REQUESTED within a round trip, or
- * at 100 ms for a request in a hold's first 100 ms, in its state
- * callback and zkl_*_state(); it should finish and release. Apache
- * Curator's request ("__REVOKE__" as the node's data) is heard the same
- * way. Other libraries' nodes, and holds made with
- * ZKL_MUTEX_NO_NODE_WATCH, are not asked (their data is not ours to
- * change) or hear nothing: they are only forced.
  *
  * grace_ms < 0: only ask, and return once the requests are written.
  * grace_ms >= 0: then wait (on watches) up to grace_ms of this process's
@@ -1576,13 +1662,17 @@ ZKL_EXTERN int zkl_multilock_destroy(zkl_multilock_t *ml);
  * running: it protects what checks tokens or is written with guarded
  * writes.
  *
- * *forced (may be NULL) receives the number of nodes deleted by force.
- * Returns ZKL_OK; ZKL_ENOTHELD (nobody holds, or `node` is not in the
- * queue: nothing written); ZNOAUTH (the ACL refuses our credentials:
- * under ZKL_ACL_CREATOR only the creator's identity may ask or force);
- * ZKL_EINVAL; ZKL_ENOMEM; ZKL_EFORKED; ZKL_ECLOSED; or a connection code
- * when no server answered for about a session timeout. Blocks up to
- * grace_ms and a few round trips. Thread-safe.
+ * Notes: the request is a line "revoke=<nonce>,<grace_ms>" added to the
+ * header of the holder's node data by a conditional write, merged again
+ * when the data changed meanwhile: nothing there is lost, and two
+ * revokers' lines both stay. A zklock holder (its node watched: the
+ * default from 100 ms into a hold) turns ZKL_STATE_REVOKE_REQUESTED within
+ * a round trip, or at 100 ms for a request in a hold's first 100 ms, in
+ * its state callback and zkl_*_state(); it should finish and release.
+ * Apache Curator's request ("__REVOKE__" as the node's data) is heard the
+ * same way. Other libraries' nodes, and holds made with
+ * ZKL_MUTEX_NO_NODE_WATCH, are not asked (their data is not ours to
+ * change) or hear nothing: they are only forced.
  */
 ZKL_EXTERN int zkl_revoke(zkl_client_t *client, const char *root,
                           const char *name, const char *node,
@@ -1649,9 +1739,10 @@ typedef struct zkl_op {
                             10 more bytes if sequential, and a NUL */
   size_t created_size;
   /* Out: ZOK for every op when the call returns ZKL_OK. When the ensemble
-   * refused the transaction, the failing op's ZooKeeper code (ZNONODE,
-   * ZNODEEXISTS, ZBADVERSION, ZNOAUTH...), ZOK for the ops before it and
-   * ZRUNTIMEINCONSISTENCY after it; otherwise the call's code. */
+   * refused the transaction, the failing op's ZooKeeper code
+   * (ZKL_ZNONODE, ZKL_ZNODEEXISTS, ZKL_ZBADVERSION, ZKL_ZNOAUTH...), 0
+   * (ZOK) for the ops before it and ZKL_ZRUNTIMEINCONSISTENCY after it;
+   * otherwise the call's code. */
   int rc;
   int new_version;       /* SET: the data version it wrote */
 } zkl_op_t;
@@ -1679,7 +1770,7 @@ enum {
  *   ZKL_ELOST    nothing committed: the hold is gone (its node deleted, its
  *                session expired), and is marked LOST; release it.
  *   a ZooKeeper code: nothing committed; the ensemble refused an op (see
- *                zkl_op_t.rc), the hold stands. ZCONNECTIONLOSS and other
+ *                zkl_op_t.rc), the hold stands. ZKL_ZCONNECTIONLOSS and other
  *                connection codes: the connection was down (nothing sent)
  *                or dropped with the transaction on its way, so it may or
  *                may not have committed: retry only ops that are safe to

@@ -47,7 +47,7 @@ kind() {
     *.c | *.h | *.h.in | *.pml) echo c ;;
     *.java) echo slash ;;
     configure.ac) echo dnl ;;
-    *.sh | *.itest | *.py | *.yml | *.supp | *.pc.in | *.service | Makefile.am) echo hash ;;
+    *.sh | *.itest | *.py | *.yml | *.supp | *.pc.in | *.service | *.am) echo hash ;;
     */Dockerfile | */crontab | .ci/run) echo hash ;;
     *) echo unknown ;;
   esac

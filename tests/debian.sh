@@ -135,6 +135,11 @@ fi
 /usr/bin/zklock -s "$servers" --sweep "$root" >/dev/null 2>&1 || true
 man -w zklock >/dev/null 2>&1 && man -w 3 zklock >/dev/null 2>&1 && man -w zkelect >/dev/null 2>&1 &&
   ok "man pages zklock(1), zkelect(1), zklock(3) installed" || bad "man pages"
+# a function's name finds its group's page, through the .so link
+case $(man -w zkl_mutex_unlock 2>/dev/null) in
+  */man3/zkl_mutex_lock.3*) ok "man zkl_mutex_unlock finds zkl_mutex_lock(3)" ;;
+  *) bad "man -w zkl_mutex_unlock: $(man -w zkl_mutex_unlock 2>&1)" ;;
+esac
 
 dpkg --purge $PKGS >"$work/purge.log" 2>&1 || cat "$work/purge.log"
 left=$(installed)

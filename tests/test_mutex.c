@@ -859,6 +859,77 @@ static void test_queue_listing(void) {
   zkl_client_destroy(b);
 }
 
+/* zkl_locks_list: every child of the root, sorted, each with its queue
+ * as zkl_mutex_queue() lists it; an unused child with none. */
+static void test_locks_list(void) {
+  zkl_client_t *a = client(10000), *b = client(10000);
+  zkl_mutex_t *ma, *mb, *mf;
+  zkl_mutex_options_t fo = {0};
+  zkl_semaphore_options_t so = {0};
+  zkl_semaphore_t *sem = NULL;
+  zkl_lease_t *lease = NULL;
+  zkl_lock_info_t *l = NULL;
+  size_t n = 9;
+  char empty[256];
+  struct waiter w = {0};
+  pthread_t t;
+  uint64_t tok = 0;
+  new_root();
+  CHECK_RC(zkl_locks_list(a, root, &l, &n), ZKL_OK); /* no root yet */
+  CHECK(l == NULL && n == 0);
+  ma = mutex(a, "b-held");
+  mb = mutex(b, "b-held");
+  fo.root = root;
+  fo.flags = ZKL_MUTEX_FLAT;
+  CHECK_RC(zkl_mutex_create(&mf, a, "c-flat", &fo), ZKL_OK);
+  so.root = root;
+  CHECK_RC(zkl_semaphore_create(&sem, a, "d-sem", 2, &so), ZKL_OK);
+  CHECK_RC(zkl_mutex_lock(ma), ZKL_OK);
+  CHECK_RC(zkl_mutex_token(ma, &tok), ZKL_OK);
+  w.m = mb;
+  pthread_create(&t, NULL, lock_thread, &w);
+  QUEUED("b-held", 2);
+  CHECK_RC(zkl_mutex_lock(mf), ZKL_OK);
+  CHECK_RC(zkl_semaphore_acquire(sem, &lease), ZKL_OK);
+  snprintf(empty, sizeof empty, "%s/a-empty", root);
+  CHECK_INT(admin_create_in_root(empty, NULL, -1), ==, ZOK);
+  CHECK_RC(zkl_locks_list(b, root, &l, &n), ZKL_OK);
+  CHECK_INT(n, ==, 4);
+  if (n == 4) {
+    CHECK_STR(l[0].name, "a-empty");
+    CHECK_INT(l[0].count, ==, 0);
+    CHECK(l[0].contenders == NULL);
+    CHECK_STR(l[1].name, "b-held");
+    CHECK_INT(l[1].count, ==, 2);
+    CHECK(l[1].count == 2 && l[1].contenders[0].holds &&
+          !l[1].contenders[1].holds &&
+          l[1].contenders[0].czxid == (int64_t)tok &&
+          l[1].contenders[1].owner == zkl_client_session_id(b));
+    CHECK_STR(l[2].name, "c-flat");
+    CHECK(l[2].count == 1 && l[2].contenders[0].holds);
+    CHECK_STR(l[3].name, "d-sem");
+    CHECK(l[3].count == 1 && l[3].contenders[0].holds &&
+          l[3].contenders[0].mode == ZKL_MODE_LEASE);
+  }
+  zkl_locks_free(l, n);
+  zkl_locks_free(NULL, 3);
+  l = (zkl_lock_info_t *)&w;
+  CHECK_RC(zkl_locks_list(a, "relative", &l, &n), ZKL_EINVAL);
+  CHECK(l == NULL && n == 0);
+  CHECK_RC(zkl_locks_list(NULL, root, &l, &n), ZKL_EINVAL);
+  CHECK_RC(zkl_lease_release(lease), ZKL_OK);
+  CHECK_RC(zkl_mutex_unlock(mf), ZKL_OK);
+  CHECK_RC(zkl_mutex_unlock(ma), ZKL_OK);
+  pthread_join(t, NULL);
+  CHECK_RC(w.rc, ZKL_OK); /* it took the lock, and released it */
+  zkl_semaphore_destroy(sem);
+  zkl_mutex_destroy(mf);
+  zkl_mutex_destroy(ma);
+  zkl_mutex_destroy(mb);
+  zkl_client_destroy(a);
+  zkl_client_destroy(b);
+}
+
 static void test_log_hook(void) {
   static struct logbuf b = {PTHREAD_MUTEX_INITIALIZER, ""};
   zkl_client_options_t o = {0};
@@ -881,6 +952,16 @@ static void test_log_hook(void) {
   zkl_mutex_destroy(mo);
   zkl_client_destroy(c);
   zkl_client_destroy(other);
+  /* a session timeout the ensemble clamps (every ensemble has a maximum,
+   * 20 ticks by default; 3600000 ms is past any usual one) is told */
+  c = NULL;
+  o.log_level = ZKL_LOG_WARN;
+  o.session_timeout_ms = 3600000;
+  CHECK_RC(zkl_client_create(&c, servers, &o), ZKL_OK);
+  WAIT_FOR(log_has(&b, "not the 3600000 ms asked"), 3000);
+  CHECK(log_has(&b, "not the 3600000 ms asked"));
+  CHECK_INT(zkl_client_session_timeout(c), <, 3600000);
+  zkl_client_destroy(c);
 }
 
 int main(void) {
@@ -903,6 +984,7 @@ int main(void) {
   RUN(test_peer_parent_stays);
   RUN(test_node_deleted_is_lost);
   RUN(test_queue_listing);
+  RUN(test_locks_list);
   RUN(test_log_hook);
   admin_close();
   return CHECK_DONE();

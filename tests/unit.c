@@ -379,6 +379,16 @@ static void test_errors(void) {
   CHECK_STR(zkl_err_name(ZCONNECTIONLOSS), "ZCONNECTIONLOSS");
   CHECK_STR(zkl_err_name(ZNONODE), "ZNONODE");
   CHECK_STR(zkl_err_name(12345), "ZKL_UNKNOWN");
+  /* the header's names of ZooKeeper's codes: its values (the library's
+   * build checks them too), and each named as zookeeper.h names it */
+  CHECK_INT((int)ZKL_ZNOAUTH, ==, (int)ZNOAUTH);
+  CHECK_INT((int)ZKL_ZCONNECTIONLOSS, ==, -4);
+#define UNIT_ZK_NAME(name, code)                                               \
+  CHECK_INT((int)ZKL_##name, ==, (int)name);                                   \
+  CHECK_STR(zkl_err_name(ZKL_##name), #name);                                  \
+  CHECK_STR(zkl_strerror(ZKL_##name), zerror(name));
+  ZKL_ZK_ERRNO_MAP(UNIT_ZK_NAME)
+#undef UNIT_ZK_NAME
   CHECK_STR(zkl_strerror(ZKL_ELOST),
             "lock was lost (session expired or lock node deleted)");
   CHECK_STR(zkl_strerror(ZNONODE), zerror(ZNONODE));
@@ -655,6 +665,56 @@ static void test_deadline_ts(void) {
   CHECK_INT(ts.tv_nsec, ==, 345000000);
 }
 
+/* Every call that hands out an object sets *out to NULL when it fails,
+ * whatever the failure (the header says so; code that destroys what it
+ * got, NULL included, relies on it). */
+static void test_out_null_on_failure(void) {
+  static int junk;
+  void *bad = &junk;
+  zkl_client_t *c = bad;
+  zkl_mutex_t *m = bad;
+  zkl_rwlock_t *rw = bad;
+  zkl_semaphore_t *sem = bad;
+  zkl_lease_t *lease = bad;
+  zkl_election_t *e = bad;
+  zkl_multilock_t *ml = bad;
+  zkl_hold_t *h = bad;
+  zkl_contender_t *q = bad;
+  size_t n = 7;
+  zkl_multilock_member_t mm = {"a", ZKL_MODE_EXCLUSIVE};
+  CHECK_INT(zkl_client_create(&c, NULL, NULL), ==, ZKL_EINVAL);
+  CHECK(c == NULL);
+  c = bad;
+  CHECK_INT(zkl_client_create(&c, "", NULL), ==, ZKL_EINVAL);
+  CHECK(c == NULL);
+  CHECK_INT(zkl_mutex_create(&m, NULL, "a", NULL), ==, ZKL_EINVAL);
+  CHECK(m == NULL);
+  CHECK_INT(zkl_rwlock_create(&rw, NULL, "a", NULL), ==, ZKL_EINVAL);
+  CHECK(rw == NULL);
+  CHECK_INT(zkl_semaphore_create(&sem, NULL, "a", 2, NULL), ==, ZKL_EINVAL);
+  CHECK(sem == NULL);
+  CHECK_INT(zkl_semaphore_acquire(NULL, &lease), ==, ZKL_EINVAL);
+  CHECK(lease == NULL);
+  CHECK_INT(zkl_election_create(&e, NULL, "a", "id", NULL), ==, ZKL_EINVAL);
+  CHECK(e == NULL);
+  CHECK_INT(zkl_multilock_create(&ml, NULL, &mm, 1, NULL), ==, ZKL_EINVAL);
+  CHECK(ml == NULL);
+  CHECK_INT(zkl_mutex_lock_async(NULL, 0, NULL, NULL, &h), ==, ZKL_EINVAL);
+  CHECK(h == NULL);
+  h = bad;
+  CHECK_INT(zkl_rwlock_rdlock_async(NULL, 0, NULL, NULL, &h), ==, ZKL_EINVAL);
+  CHECK(h == NULL);
+  h = bad;
+  CHECK_INT(zkl_rwlock_wrlock_async(NULL, 0, NULL, NULL, &h), ==, ZKL_EINVAL);
+  CHECK(h == NULL);
+  h = bad;
+  CHECK_INT(zkl_semaphore_acquire_async(NULL, 0, NULL, NULL, &h), ==,
+            ZKL_EINVAL);
+  CHECK(h == NULL);
+  CHECK_INT(zkl_mutex_queue(NULL, NULL, "a", &q, &n), ==, ZKL_EINVAL);
+  CHECK(q == NULL && n == 0);
+}
+
 /* digest.c: SHA-1 (FIPS 180-4's examples, and a two-block tail), base64,
  * and the digest id ZooKeeper gives the test ensemble's super user
  * (scripts/zk-ensemble.sh), computed the same way from its credentials. */
@@ -727,5 +787,6 @@ int main(void) {
   RUN(test_revoke_lines);
   RUN(test_dir_data);
   RUN(test_deadline_ts);
+  RUN(test_out_null_on_failure);
   return CHECK_DONE();
 }

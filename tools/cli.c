@@ -10,6 +10,7 @@
  * sent to the whole foreground process group: COMMAND got its own copy. */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "json.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -34,8 +35,9 @@
 const char *cli_prog = "zklock";
 const char *cli_what = "lock";
 
-/* Where the signal thread stands with respect to COMMAND. */
-enum { PH_BEFORE, PH_RUNNING, PH_AFTER };
+/* Where the signal thread stands with respect to COMMAND (PH_HOLDING:
+ * there is none, and we hold until a signal, cli_hold()). */
+enum { PH_BEFORE, PH_RUNNING, PH_HOLDING, PH_AFTER };
 
 static int wake[2] = {-1, -1};
 static sigset_t handled;
@@ -60,11 +62,20 @@ static int *kept_fds;
 static size_t n_kept;
 
 void cli_error(const char *fmt, ...) {
+  /* on the stack: the child calls this between fork() and exec() */
+  char buf[4096];
   va_list ap;
-  fprintf(stderr, "%s: ", cli_prog);
+  int n;
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  n = vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
+  if (n < 0)
+    n = 0;
+  fprintf(stderr, "%s: ", cli_prog);
+  cli_put_text(stderr, buf,
+               (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+  if ((size_t)n >= sizeof buf)
+    fputs("...", stderr);
   fputc('\n', stderr);
 }
 
@@ -139,6 +150,9 @@ int cli_common_option(int opt, const char *arg, const char *bad, cli_conn_t *cc,
   case 'a':
     cc->auth_file = arg;
     return 0;
+  case 'v':
+    cc->verbose++;
+    return 0;
   case CLI_OPT_ON_REVOKE:
     if ((revoke_sig = named_signal(arg, &revoke_sig_name)) < 0)
       return cli_usage("--on-revoke needs TERM, INT, HUP, USR1, USR2, KILL "
@@ -160,82 +174,6 @@ int cli_common_option(int opt, const char *arg, const char *bad, cli_conn_t *cc,
   return -1;
 }
 
-/* Reads "scheme:credentials" from path into cc. The text is a secret: no
- * message ever quotes it. */
-static int read_auth_file(cli_conn_t *cc, const char *path) {
-  char buf[4097], *colon;
-  size_t len = 0;
-  ssize_t r;
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    cli_error("cannot read auth file '%s': %s", path, strerror(errno));
-    return CLI_EXIT_USAGE;
-  }
-  while (len < sizeof buf && (r = read(fd, buf + len, sizeof buf - len)) != 0) {
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0) {
-      cli_error("cannot read auth file '%s': %s", path, strerror(errno));
-      close(fd);
-      explicit_bzero(buf, sizeof buf);
-      return CLI_EXIT_USAGE;
-    }
-    len += (size_t)r;
-  }
-  close(fd);
-  if (len == sizeof buf) {
-    explicit_bzero(buf, sizeof buf);
-    cli_error("auth file '%s' is too long: it holds one line "
-              "scheme:credentials",
-              path);
-    return CLI_EXIT_USAGE;
-  }
-  if (len > 0 && buf[len - 1] == '\n')
-    len--;
-  if (len > 0 && buf[len - 1] == '\r')
-    len--;
-  buf[len] = '\0';
-  colon = strchr(buf, ':');
-  if (strlen(buf) != len || strpbrk(buf, "\r\n") || !colon || colon == buf ||
-      !colon[1]) {
-    explicit_bzero(buf, sizeof buf);
-    cli_error("auth file '%s' must hold one line scheme:credentials, "
-              "both non-empty (e.g. digest:user:password)",
-              path);
-    return CLI_EXIT_USAGE;
-  }
-  *colon = '\0';
-  cc->scheme = strdup(buf);
-  cc->cred = strdup(colon + 1);
-  explicit_bzero(buf, sizeof buf);
-  if (!cc->scheme || !cc->cred) {
-    cli_error("out of memory");
-    return CLI_EXIT_SOFTWARE;
-  }
-  return 0;
-}
-
-int cli_conn_ready(cli_conn_t *cc) {
-  const char *file = cc->auth_file;
-  int rc;
-  if (!cc->hosts || !*cc->hosts)
-    return cli_usage("-s needs a host:port list");
-  if (!file) {
-    file = getenv("ZKLOCK_AUTH_FILE");
-    if (file && !*file)
-      file = NULL;
-  } else if (!*file) {
-    return cli_usage("--auth-file needs a file name");
-  }
-  if (file && (rc = read_auth_file(cc, file)) != 0)
-    return rc;
-  if (cc->acl < 0)
-    cc->acl = ZKL_ACL_OPEN;
-  if (cc->acl == ZKL_ACL_CREATOR && !cc->scheme)
-    return cli_usage("--acl creator needs credentials "
-                     "(--auth-file or $ZKLOCK_AUTH_FILE)");
-  return 0;
-}
 
 int cli_check_target(const char *kind, const char *name, const char *root) {
   if (zkl_name_check(name) != ZKL_OK) {
@@ -252,85 +190,6 @@ int cli_check_target(const char *kind, const char *name, const char *root) {
   return 0;
 }
 
-const char *cli_default_hosts(void) {
-  const char *h = getenv("ZKLOCK_SERVERS");
-  return h && *h ? h : "127.0.0.1:2181";
-}
-
-static void wipe(char **s) {
-  if (*s) {
-    explicit_bzero(*s, strlen(*s));
-    free(*s);
-    *s = NULL;
-  }
-}
-
-int cli_connect(zkl_client_t **c, cli_conn_t *cc) {
-  zkl_client_options_t o = {0};
-  int rc, code;
-  o.session_timeout_ms = (int)cc->session_ms;
-  o.auth_scheme = cc->scheme;
-  o.auth = cc->cred;
-  o.acl = cc->acl < 0 ? ZKL_ACL_OPEN : cc->acl;
-  rc = zkl_client_create(c, cc->hosts, &o);
-  switch (rc) {
-  case ZKL_OK:
-    code = 0;
-    break;
-  case ZKL_EAUTH: {
-    /* name who we tried to be, never the secret after the user name */
-    const char *colon = cc->cred ? strchr(cc->cred, ':') : NULL;
-    if (colon)
-      cli_error("the ensemble at %s rejected the credentials of scheme "
-                "'%s', user '%.*s'",
-                cc->hosts, cc->scheme, (int)(colon - cc->cred), cc->cred);
-    else
-      cli_error("the ensemble at %s rejected the credentials of scheme '%s'",
-                cc->hosts, cc->scheme ? cc->scheme : "?");
-    code = CLI_EXIT_NOPERM;
-    break;
-  }
-  case ZKL_ECONNECT:
-    cli_error("cannot reach ZooKeeper at '%s' within %ld ms", cc->hosts,
-              cc->session_ms);
-    code = CLI_EXIT_UNAVAILABLE;
-    break;
-  case ZKL_EINVAL:
-    cli_error("cannot use ZooKeeper hosts '%s': not a host:port list, or "
-              "a host name that does not resolve",
-              cc->hosts);
-    code = CLI_EXIT_UNAVAILABLE;
-    break;
-  case ZKL_ESYSTEM:
-    /* what a resolver failure looked like before the library mapped it to
-     * ZKL_EINVAL; a thread that cannot start is as fatal either way */
-    cli_error("cannot start a ZooKeeper client for hosts '%s' (does every "
-              "host name resolve?)",
-              cc->hosts);
-    code = CLI_EXIT_UNAVAILABLE;
-    break;
-  default:
-    cli_error("cannot connect to %s: %s", cc->hosts, zkl_strerror(rc));
-    code = CLI_EXIT_SOFTWARE;
-  }
-  wipe(&cc->scheme);
-  wipe(&cc->cred);
-  return code;
-}
-
-int cli_fail(const char *what, int rc) {
-  if (rc == ZKL_EAUTH) {
-    cli_error("%s: %s", what, zkl_strerror(rc));
-    return CLI_EXIT_NOPERM;
-  }
-  /* a ZooKeeper code, by name: the tools need not see zookeeper.h */
-  if (strcmp(zkl_err_name(rc), "ZNOAUTH") == 0) {
-    cli_error("%s: permission denied by the node's ACL", what);
-    return CLI_EXIT_NOPERM;
-  }
-  cli_error("%s: %s", what, zkl_strerror(rc));
-  return CLI_EXIT_SOFTWARE;
-}
 
 static int cmp_int(const void *a, const void *b) {
   int x = *(const int *)a, y = *(const int *)b;
@@ -438,6 +297,9 @@ static void *signal_thread(void *arg) {
         poke('C');
       else if (!group_got(sig, &si))
         poke((char)sig);
+    } else if (phase == PH_HOLDING) {
+      if (sig != SIGCHLD)
+        poke((char)sig); /* cli_hold() ends on it */
     } else if (phase == PH_BEFORE && sig != SIGCHLD) {
       if (!interrupted)
         interrupted = sig;
@@ -466,6 +328,10 @@ void cli_set_cancel(void (*cancel)(void *), void *arg) {
 }
 
 int cli_signals_start(void) {
+  /* a reader that went away (zklock NAME | head -1, --list | head) must
+   * not kill us while we hold: a write says EPIPE instead. COMMAND gets
+   * the default back (child()). */
+  signal(SIGPIPE, SIG_IGN);
   if (pipe2(wake, O_CLOEXEC) != 0)
     return -1;
   sigemptyset(&handled);
@@ -552,10 +418,31 @@ void cli_test_grant_delay(void) {
     ;
 }
 
+char **cli_shell_command(const char *cmdstring, char *buf[4]) {
+  buf[0] = (char *)"/bin/sh";
+  buf[1] = (char *)"-c";
+  buf[2] = (char *)cmdstring;
+  buf[3] = NULL;
+  return buf;
+}
+
+int cli_command_after(int argc, char **argv, int name_at,
+                      const char **cmdstring) {
+  int rest = argc - name_at - 1; /* words after NAME */
+  if (!*cmdstring && rest >= 1 && strcmp(argv[name_at + 1], "-c") == 0) {
+    if (rest != 2)
+      return cli_usage("-c takes one CMDSTRING: NAME -c 'command line'");
+    *cmdstring = argv[name_at + 2];
+  } else if (*cmdstring && rest > 0) {
+    return cli_usage("-c CMDSTRING and a COMMAND cannot be combined");
+  }
+  return 0;
+}
+
 /* In the child: die with the parent, keep only the descriptors we were
  * given, restore signals, add env, exec. */
 static void child(char **argv, char **env, pid_t parent, unsigned limit) {
-  int i;
+  int i, e;
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) /* the parent died before prctl took effect */
     _exit(CLI_EXIT_LOST);
@@ -565,8 +452,15 @@ static void child(char **argv, char **env, pid_t parent, unsigned limit) {
   for (i = 0; env && env[i]; i++)
     putenv(env[i]);
   execvp(argv[0], argv);
-  cli_error("cannot run %s: %s", argv[0], strerror(errno));
-  _exit(errno == ENOENT ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC);
+  e = errno;
+  /* "zklock NAME 'a && b'": a shell's command line taken for a program */
+  if (e == ENOENT && strpbrk(argv[0], " \t;&|<>()$`'\"*?[]{}=~"))
+    cli_error("cannot run %s: %s (a shell command line needs sh -c '...', "
+              "or %s -c '...')",
+              argv[0], strerror(e), cli_prog);
+  else
+    cli_error("cannot run %s: %s", argv[0], strerror(e));
+  _exit(e == ENOENT ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC);
 }
 
 /* Forks COMMAND so that every INT/TERM/HUP is judged against it: one
@@ -607,6 +501,38 @@ static pid_t start_child(char **argv, char **env, int *sig) {
   pthread_cond_broadcast(&sig_cv);
   pthread_mutex_unlock(&sig_mu);
   return *sig ? 0 : pid;
+}
+
+int cli_hold(void) {
+  int code = -1;
+  pthread_mutex_lock(&sig_mu);
+  phase = PH_HOLDING;
+  if (interrupted) /* came after the grant, before this */
+    code = 0;
+  pthread_mutex_unlock(&sig_mu);
+  while (code < 0) {
+    struct pollfd p = {wake[0], POLLIN, 0};
+    char buf[64];
+    ssize_t n, i;
+    if (poll(&p, 1, -1) <= 0 || (n = read(wake[0], buf, sizeof buf)) <= 0)
+      continue;
+    for (i = 0; i < n && code < 0; i++) {
+      if (buf[i] == 'L') {
+        cli_error("%s lost while held", cli_what);
+        lost_reported = 1;
+        code = CLI_EXIT_LOST;
+      } else if (buf[i] == 'R' && revoke_sig) {
+        cli_error("%s revocation requested: releasing", cli_what);
+        code = 0;
+      } else if (buf[i] != 'R' && buf[i] != 'C') {
+        code = 0; /* INT, TERM or HUP: release and go */
+      }
+    }
+  }
+  pthread_mutex_lock(&sig_mu);
+  phase = PH_AFTER;
+  pthread_mutex_unlock(&sig_mu);
+  return code;
 }
 
 int cli_run(char **argv, char **env, long grace_ms) {
@@ -690,6 +616,24 @@ void cli_put_escaped(const char *s, size_t n) {
   }
 }
 
+void cli_put_text(FILE *out, const char *s, size_t n) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t i = 0, k, len;
+  while (i < n) {
+    uint32_t cp = 0;
+    len = json_utf8_seq(p + i, n - i, &cp);
+    if (len > 0 && !(cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) ||
+                     cp == 0x2028 || cp == 0x2029)) {
+      fwrite(p + i, 1, len, out);
+    } else {
+      len = len ? len : 1; /* a byte that starts no UTF-8 sequence */
+      for (k = 0; k < len; k++)
+        fprintf(out, "\\x%02x", p[i + k]);
+    }
+    i += len;
+  }
+}
+
 static void put_field(const char *key, const char *val) {
   printf(" %s=", key);
   if (val)
@@ -707,6 +651,35 @@ int64_t cli_wall_ms(void) {
   return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
 }
 
+/* One contender's fields after its role, as --list prints them; `age`
+ * names the node's age ("waited", as the per-NAME listing always had). */
+static void put_contender(const zkl_contender_t *e, int64_t now,
+                          const char *age) {
+  double secs = (double)(now - e->ctime_ms) / 1000.0;
+  if (secs < 0)
+    secs = 0; /* server and local clocks differ a little */
+  if (e->id)
+    put_field("id", e->id);
+  put_field("host", e->host);
+  printf(" pid=%ld", e->pid);
+  if (e->owner == 0)
+    printf(" owner=none");
+  else
+    printf(" owner=0x%" PRIx64, (uint64_t)e->owner);
+  printf(" token=%" PRId64 " %s=%.1fs mode=%s", e->czxid, age, secs,
+         e->mode == ZKL_MODE_SHARED  ? "shared"
+         : e->mode == ZKL_MODE_LEASE ? "lease"
+                                     : "exclusive");
+  put_field("node", e->node);
+  if (e->data && e->data_len) {
+    fputs(" data=", stdout);
+    cli_put_escaped(e->data,
+                    e->data_len > DATA_SHOWN ? DATA_SHOWN : e->data_len);
+    if (e->data_len > DATA_SHOWN)
+      fputs("...", stdout);
+  }
+}
+
 int cli_print_queue(const zkl_contender_t *list, size_t n, const char *first,
                     const char *rest) {
   int64_t now = cli_wall_ms();
@@ -714,34 +687,52 @@ int cli_print_queue(const zkl_contender_t *list, size_t n, const char *first,
   int held = 0;
   for (i = 0; i < n; i++) {
     const zkl_contender_t *e = &list[i];
-    double waited = (double)(now - e->ctime_ms) / 1000.0;
-    if (waited < 0)
-      waited = 0; /* server and local clocks differ a little */
     /* a node nobody's session owns never holds, wherever it sorts;
      * readers, or a semaphore's leases, hold together */
     fputs(e->owner == 0 ? "planted" : e->holds ? first : rest, stdout);
     held |= e->owner != 0 && e->holds;
-    if (e->id)
-      put_field("id", e->id);
-    put_field("host", e->host);
-    printf(" pid=%ld", e->pid);
-    if (e->owner == 0)
-      printf(" owner=none");
-    else
-      printf(" owner=0x%" PRIx64, (uint64_t)e->owner);
-    printf(" token=%" PRId64 " waited=%.1fs mode=%s", e->czxid, waited,
-           e->mode == ZKL_MODE_SHARED  ? "shared"
-           : e->mode == ZKL_MODE_LEASE ? "lease"
-                                       : "exclusive");
-    put_field("node", e->node);
-    if (e->data && e->data_len) {
-      fputs(" data=", stdout);
-      cli_put_escaped(e->data,
-                      e->data_len > DATA_SHOWN ? DATA_SHOWN : e->data_len);
-      if (e->data_len > DATA_SHOWN)
-        fputs("...", stdout);
-    }
+    put_contender(e, now, "waited");
     putchar('\n');
   }
   return held;
+}
+
+/* The end of each line of a lock in cli_print_locks(). */
+static void put_counts(size_t waiters, size_t planted) {
+  printf(" waiters=%zu", waiters);
+  if (planted)
+    printf(" planted=%zu", planted);
+  putchar('\n');
+}
+
+int cli_print_locks(const zkl_lock_info_t *list, size_t n) {
+  int64_t now = cli_wall_ms();
+  size_t i, k;
+  int any = 0;
+  for (i = 0; i < n; i++) {
+    const zkl_lock_info_t *l = &list[i];
+    size_t holders = 0, waiters = 0, planted = 0;
+    for (k = 0; k < l->count; k++) {
+      const zkl_contender_t *e = &l->contenders[k];
+      holders += e->owner != 0 && e->holds;
+      waiters += e->owner != 0 && !e->holds;
+      planted += e->owner == 0;
+    }
+    for (k = 0; k < l->count; k++) {
+      const zkl_contender_t *e = &l->contenders[k];
+      if (e->owner == 0 || !e->holds)
+        continue;
+      cli_put_escaped(l->name, strlen(l->name));
+      fputs(" holder", stdout);
+      put_contender(e, now, "age");
+      put_counts(waiters, planted);
+    }
+    if (l->count > 0 && holders == 0) {
+      cli_put_escaped(l->name, strlen(l->name));
+      fputs(" free", stdout);
+      put_counts(waiters, planted);
+    }
+    any |= holders > 0;
+  }
+  return any;
 }

@@ -36,7 +36,9 @@ extern const char *cli_prog;
 /* What the tool holds, for messages: "lock" or "leadership". */
 extern const char *cli_what;
 
-/* "prog: message" on stderr. */
+/* "prog: message" on stderr, one line: control characters in it (from a
+ * name, a path or node data quoted in the message) come out as \xHH, as
+ * cli_put_text() writes them. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Parses a non-negative decimal number of seconds (fractions allowed). */
@@ -54,7 +56,14 @@ typedef struct cli_conn {
   const char *auth_file; /* NULL: $ZKLOCK_AUTH_FILE, if set */
   int acl;               /* ZKL_ACL_*; -1 until --acl */
   char *scheme, *cred;   /* read from auth_file by cli_conn_ready() */
+  int verbose;           /* -v given this many times */
+  int log_level;         /* ZKL_LOG_*, 0 for none: cli_conn_ready() sets it */
 } cli_conn_t;
+
+/* How long cli_connect() waits before it looks whether any server of
+ * HOSTS accepts connections at all; when none does, it gives up then
+ * instead of after the whole session timeout (zklock(1), -t). */
+#define CLI_CONNECT_PROBE_MS 2000
 
 /* Long-only option codes of cli_common_option(). */
 enum { CLI_OPT_ACL = 1000, CLI_OPT_ON_REVOKE };
@@ -67,37 +76,59 @@ enum { CLI_OPT_ACL = 1000, CLI_OPT_ON_REVOKE };
   {"kill-after", required_argument, 0, 'k'},                                   \
   {"auth-file", required_argument, 0, 'a'},                                    \
   {"acl", required_argument, 0, CLI_OPT_ACL},                                   \
-  {"on-revoke", required_argument, 0, CLI_OPT_ON_REVOKE}
+  {"on-revoke", required_argument, 0, CLI_OPT_ON_REVOKE},                     \
+  {"verbose", no_argument, 0, 'v'},                                            \
+  {"command", required_argument, 0, 'c'}
 /* clang-format on */
-#define CLI_COMMON_SHORTS "s:t:k:a:"
+#define CLI_COMMON_SHORTS "s:t:k:a:vc:"
 
 /* Options both tools take: -s HOSTS, -t SESSION_MS, -k SECONDS,
- * -a/--auth-file FILE, --acl, --on-revoke SIGNAL, and an unknown option. Returns 0 when
+ * -a/--auth-file FILE, --acl, --on-revoke SIGNAL, -v, and an unknown
+ * option (-c is the tool's: cli_shell_command()). Returns 0 when
  * handled, CLI_EXIT_USAGE on a bad value, -1 when `opt` is none of
  * these. */
 int cli_common_option(int opt, const char *arg, const char *bad, cli_conn_t *cc,
                       long *grace_ms);
-/* After option parsing: checks HOSTS, reads the auth file, checks --acl.
- * 0 or CLI_EXIT_USAGE with the message printed. */
+/* After option parsing: checks HOSTS, reads the auth file, checks --acl,
+ * and sets the log level from -v and $ZKLOCK_LOG (none, error, warn,
+ * info, debug): -v is info, -vv debug, and outranks the variable. 0 or
+ * CLI_EXIT_USAGE with the message printed. */
 int cli_conn_ready(cli_conn_t *cc);
 /* Checks NAME (a "lock" or "election" name) and ROOT; 0 or
  * CLI_EXIT_USAGE with the message printed. */
 int cli_check_target(const char *kind, const char *name, const char *root);
 
 /* Connects, mapping failures to exit codes; returns 0 or an exit code.
- * Wipes the credentials from memory either way. */
+ * Wipes the credentials from memory either way. The library's log goes
+ * to stderr at cc->log_level. Waits for a session up to the session
+ * timeout, but gives up after CLI_CONNECT_PROBE_MS when no server of
+ * HOSTS accepts a TCP connection then (refused, unreachable, or a name
+ * that does not resolve): a server that accepts connections, however
+ * slow its answer, gets the whole session timeout. Messages about an
+ * ensemble not reached name $ZKLOCK_SERVERS and -s. */
 int cli_connect(zkl_client_t **c, cli_conn_t *cc);
 /* The exit code and one stderr line for library error `rc` met while
  * doing `what` (e.g. "cannot lock"); CLI_EXIT_NOPERM for refused
- * authentication or permission, else CLI_EXIT_SOFTWARE. */
+ * authentication or permission, else CLI_EXIT_SOFTWARE. ZNONODE with a
+ * chroot in HOSTS names the chroot, which must exist. */
 int cli_fail(const char *what, int rc);
+
+/* The COMMAND of -c CMDSTRING: argv of "/bin/sh -c CMDSTRING" in `buf`,
+ * which must outlive its use. */
+char **cli_shell_command(const char *cmdstring, char *buf[4]);
+/* What follows NAME (argv[name_at]) when it is not a COMMAND: flock's
+ * "NAME -c CMDSTRING" sets *cmdstring; a -c CMDSTRING given before NAME
+ * takes no COMMAND. 0, or CLI_EXIT_USAGE with the message printed. */
+int cli_command_after(int argc, char **argv, int name_at,
+                      const char **cmdstring);
 
 /* Records the descriptors open now, the only ones COMMAND will inherit.
  * Call first, before anything (the ZooKeeper client) opens more. */
 int cli_fds_record(void);
 
-/* Blocks SIGINT, SIGTERM, SIGHUP and SIGCHLD in every thread and starts a
- * thread that receives them. Call before creating the client: threads
+/* Ignores SIGPIPE (COMMAND gets the default back), blocks SIGINT,
+ * SIGTERM, SIGHUP and SIGCHLD in every thread and starts a thread that
+ * receives them. Call before creating the client: threads
  * created later (the ZooKeeper client's) inherit the blocked mask, so no
  * signal can reach one of them with its default action. */
 int cli_signals_start(void);
@@ -132,6 +163,13 @@ int cli_vouch(zkl_client_t *c, int64_t granted_ms, int state,
  * cli_vouch(), so that a test can take the hold away in between. */
 void cli_test_grant_delay(void);
 
+/* With no COMMAND: holds until SIGINT, SIGTERM or SIGHUP (0), until the
+ * hold is lost (CLI_EXIT_LOST, with one line on stderr), or until someone
+ * asks for it back when --on-revoke is not none (0, with one line on
+ * stderr). A signal that came since the hold was granted counts. The
+ * caller releases the hold afterwards and judges the release. */
+int cli_hold(void);
+
 /* Runs argv with env (NAME=VALUE strings, NULL-terminated) added, forwards
  * INT/TERM/HUP to it, on cli_notify_revoke() sends the --on-revoke signal
  * (SIGTERM unless changed), and on cli_notify_lost() sends SIGTERM, then
@@ -149,6 +187,12 @@ const char *cli_default_hosts(void);
  * backslash as \xHH: node data is written by any client of the ensemble,
  * and must neither drive the terminal nor forge fields. */
 void cli_put_escaped(const char *s, size_t n);
+/* Writes s (n bytes) on `out` as text a terminal shows as it is: valid
+ * UTF-8, spaces and backslashes stay; each byte of a control character
+ * (C0, DEL, C1, U+2028/2029) or of a sequence that is not UTF-8 becomes
+ * \xHH. For one value on a line of its own (zkelect --leader) and for
+ * messages, where no field can be forged. */
+void cli_put_text(FILE *out, const char *s, size_t n);
 
 /* This machine's wall clock, ms since the epoch: what a node's ctime is
  * compared with for its age. */
@@ -162,6 +206,12 @@ int64_t cli_wall_ms(void);
 int cli_print_queue(const zkl_contender_t *list, size_t n, const char *first,
                     const char *rest);
 
+/* zklock --list with no NAME: for each lock under root that has a
+ * contender, one line per holder, "NAME ROLE" followed by the fields of
+ * cli_print_queue() (age= for waited=) and waiters=W, or "NAME free
+ * waiters=W" when nobody holds. Returns 1 when any lock is held, else 0. */
+int cli_print_locks(const zkl_lock_info_t *list, size_t n);
+
 /* --list --json and --leader --json: one JSON object, then a newline, on
  * `out` (its keys are documented in zklock(1) and zkelect(1)). `kind` is
  * "lock" (roles holder, waiter) or "election" (roles leader, candidate,
@@ -170,5 +220,10 @@ int cli_print_queue(const zkl_contender_t *list, size_t n, const char *first,
  * on stderr, when `out` could not take it all. */
 int cli_json_queue(FILE *out, const char *kind, const char *root,
                    const char *name, const zkl_contender_t *list, size_t n);
+/* zklock --list --json with no NAME: {"root": ROOT, "held": B, "locks":
+ * [...]}, each lock with contenders as cli_json_queue() writes it, plus
+ * its "name". Returns as cli_json_queue(). */
+int cli_json_locks(FILE *out, const char *root, const zkl_lock_info_t *list,
+                   size_t n);
 
 #endif

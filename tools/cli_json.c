@@ -5,6 +5,7 @@
  * zkelect(1)). */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -63,39 +64,94 @@ static void put_contender(json_t *j, const zkl_contender_t *e, int election,
   json_object_end(j);
 }
 
-int cli_json_queue(FILE *out, const char *kind, const char *root,
-                   const char *name, const zkl_contender_t *list, size_t n) {
+/* One queue's object: {kind: path, ["name": name,] "held", ["leader",]
+ * "contenders"}. Returns whether it is held. */
+static int put_queue(json_t *j, const char *kind, const char *path,
+                     const char *name, const zkl_contender_t *list, size_t n,
+                     int64_t now) {
   int election = strcmp(kind, "election") == 0, held = 0;
-  int64_t now = cli_wall_ms();
-  char path[ZKL_ROOT_MAX + ZKL_NAME_MAX + 2];
-  json_t j;
   size_t i;
   for (i = 0; i < n; i++)
     held |= holds(&list[i]);
-  snprintf(path, sizeof path, "%s/%s", root, name);
-  json_init(&j, out);
-  json_object_begin(&j);
-  json_key(&j, kind);
-  json_str(&j, path);
-  json_key(&j, "held");
-  json_bool(&j, held);
+  json_object_begin(j);
+  json_key(j, kind);
+  json_str(j, path);
+  if (name) {
+    json_key(j, "name");
+    json_str(j, name);
+  }
+  json_key(j, "held");
+  json_bool(j, held);
   if (election) {
     /* the one leading: its id as --leader prints it, else its node */
     const zkl_contender_t *l = n > 0 && holds(&list[0]) ? &list[0] : NULL;
-    json_key(&j, "leader");
-    json_str(&j, l ? (l->id ? l->id : l->node) : NULL);
+    json_key(j, "leader");
+    json_str(j, l ? (l->id ? l->id : l->node) : NULL);
   }
-  json_key(&j, "contenders");
-  json_array_begin(&j);
+  json_key(j, "contenders");
+  json_array_begin(j);
   for (i = 0; i < n; i++)
-    put_contender(&j, &list[i], election, now);
-  json_array_end(&j);
-  json_object_end(&j);
+    put_contender(j, &list[i], election, now);
+  json_array_end(j);
+  json_object_end(j);
+  return held;
+}
+
+/* The newline, and whether `out` took it all: a reader must not take a
+ * cut-off object for the whole listing. */
+static int finish(FILE *out) {
   fputc('\n', out);
-  /* a reader must not take a cut-off object for the whole listing */
   if (fflush(out) != 0 || ferror(out)) {
     cli_error("cannot write the listing: %s", strerror(errno));
     return -1;
   }
-  return held;
+  return 0;
+}
+
+int cli_json_queue(FILE *out, const char *kind, const char *root,
+                   const char *name, const zkl_contender_t *list, size_t n) {
+  char path[ZKL_ROOT_MAX + ZKL_NAME_MAX + 2];
+  json_t j;
+  int held;
+  snprintf(path, sizeof path, "%s/%s", root, name);
+  json_init(&j, out);
+  held = put_queue(&j, kind, path, NULL, list, n, cli_wall_ms());
+  return finish(out) < 0 ? -1 : held;
+}
+
+int cli_json_locks(FILE *out, const char *root, const zkl_lock_info_t *list,
+                   size_t n) {
+  int64_t now = cli_wall_ms();
+  int held = 0;
+  json_t j;
+  size_t i, k;
+  for (i = 0; i < n; i++)
+    for (k = 0; k < list[i].count; k++)
+      held |= holds(&list[i].contenders[k]);
+  json_init(&j, out);
+  json_object_begin(&j);
+  json_key(&j, "root");
+  json_str(&j, root);
+  json_key(&j, "held");
+  json_bool(&j, held);
+  json_key(&j, "locks");
+  json_array_begin(&j);
+  for (i = 0; i < n; i++) {
+    /* names come from the server: no bound but its own */
+    size_t len = strlen(root) + strlen(list[i].name) + 2;
+    char *path;
+    if (!list[i].count)
+      continue; /* nobody there: as the lines leave it out */
+    if (!(path = malloc(len))) {
+      cli_error("out of memory");
+      return -1;
+    }
+    snprintf(path, len, "%s/%s", root, list[i].name);
+    put_queue(&j, "lock", path, list[i].name, list[i].contenders,
+              list[i].count, now);
+    free(path);
+  }
+  json_array_end(&j);
+  json_object_end(&j);
+  return finish(out) < 0 ? -1 : held;
 }

@@ -44,10 +44,7 @@ void json_object_end(json_t *j) { close_level(j, '}'); }
 void json_array_begin(json_t *j) { open_level(j, '['); }
 void json_array_end(json_t *j) { close_level(j, ']'); }
 
-/* The length of the valid UTF-8 sequence at s (n > 0 bytes left), its
- * code point in *cp; 0 when s[0] does not start one (RFC 3629: no
- * overlong forms, no surrogates, nothing past U+10FFFF). */
-static size_t utf8_seq(const unsigned char *s, size_t n, uint32_t *cp) {
+size_t json_utf8_seq(const unsigned char *s, size_t n, uint32_t *cp) {
   unsigned char b = s[0], lo = 0x80, hi = 0xbf;
   size_t len, i;
   if (b < 0x80) {
@@ -107,7 +104,7 @@ void json_put_string(FILE *out, const char *s, size_t n) {
   fputc('"', out);
   while (i < n) {
     uint32_t cp = 0;
-    size_t len = utf8_seq(p + i, n - i, &cp);
+    size_t len = json_utf8_seq(p + i, n - i, &cp);
     if (len == 0) {
       fputs("\\ufffd", out); /* one per byte that is not UTF-8 */
       i++;

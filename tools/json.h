@@ -49,6 +49,11 @@ void json_int(json_t *j, int64_t v);
 void json_bool(json_t *j, int v);
 void json_null(json_t *j);
 
+/* The length of the valid UTF-8 sequence at s (n > 0 bytes left), its
+ * code point in *cp; 0 when s[0] does not start one (RFC 3629: no
+ * overlong forms, no surrogates, nothing past U+10FFFF). */
+size_t json_utf8_seq(const unsigned char *s, size_t n, uint32_t *cp);
+
 /* Writes the JSON string literal of s (n bytes), quotes included, as
  * described above, on its own (no separator). */
 void json_put_string(FILE *out, const char *s, size_t n);

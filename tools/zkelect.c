@@ -13,13 +13,14 @@
 
 static const char usage_text[] =
     "usage: zkelect [-s HOSTS] [-r ROOT] [-t SESSION_MS] [-i ID] [-k SECONDS]\n"
-    "               [-D] [-a FILE] [--acl ACL] [--on-revoke SIGNAL]\n"
-    "               NAME COMMAND [ARG...]\n"
+    "               [-D] [-a FILE] [--acl ACL] [--on-revoke SIGNAL] [-v]\n"
+    "               NAME {COMMAND [ARG...] | -c CMDSTRING}\n"
     "       zkelect [-s HOSTS] [-r ROOT] [-a FILE] --leader [--json] NAME\n"
     "\n"
     "Campaign in the ZooKeeper election ROOT/NAME; run COMMAND only while leader.\n"
     "\n"
-    "  -s, --servers HOSTS       ensemble (default $ZKLOCK_SERVERS or 127.0.0.1:2181)\n"
+    "  -s, --servers HOSTS       ensemble, host:port,...[/chroot] (default\n"
+    "                            $ZKLOCK_SERVERS or 127.0.0.1:2181)\n"
     "  -r, --root ROOT           parent of the election (default /election)\n"
     "  -i, --id ID               candidate id (default HOSTNAME:PID)\n"
     "  -t, --session-timeout MS  ZooKeeper session timeout (default 10000)\n"
@@ -30,11 +31,15 @@ static const char usage_text[] =
     "                            in FILE (default $ZKLOCK_AUTH_FILE)\n"
     "      --acl open|creator    ACL of the nodes we create (default open;\n"
     "                            creator: only our identity may change them)\n"
+    "  -c, --command CMDSTRING   run /bin/sh -c CMDSTRING as COMMAND\n"
+    "  -v, --verbose             the library's log on stderr (-vv: debug; or\n"
+    "                            $ZKLOCK_LOG=error|warn|info|debug)\n"
     "      --on-revoke SIGNAL    what COMMAND gets when someone asks for the\n"
     "                            leadership back (zklock --revoke -r ROOT):\n"
     "                            TERM (default), INT, HUP, USR1, USR2, KILL,\n"
     "                            or none\n"
-    "  -L, --leader              print the current leader's id\n"
+    "  -L, --leader              print the current leader's id (control\n"
+    "                            characters as \\xHH; scripts: use --json)\n"
     "      --json                with --leader: print one JSON object of all\n"
     "                            the candidates instead (keys: zkelect(1))\n"
     "  -h, --help                this text;  -V, --version\n"
@@ -44,17 +49,18 @@ static const char usage_text[] =
     "64 usage; 69 ensemble unreachable; 70 other failure; 75 leadership lost,\n"
     "or not confirmed, while COMMAND ran (or before it started); 77\n"
     "authentication or permission refused; 126/127 COMMAND not runnable/not\n"
-    "found.\n";
+    "found; 129/130/143 SIGHUP/INT/TERM before COMMAND started.\n";
 
 struct opts {
   cli_conn_t cc;
   const char *root, *id;
   int leader, lose_on_disconnect, json;
   long grace_ms;
+  const char *cmdstring; /* -c: COMMAND is /bin/sh -c CMDSTRING */
 };
 /* main()'s options before parsing; fuzz/fuzz_zkelect_cli.c starts from it too. */
 #define OPTS_DEFAULT                                                           \
-  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL}, "/election", NULL, 0, 0, 0, 5000}
+  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL, 0, 0}, "/election", NULL, 0, 0, 0, 5000, NULL}
 
 
 static void cancel_campaign(void *e) { zkl_election_resign(e); }
@@ -91,6 +97,7 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     case 'D': o->lose_on_disconnect = 1; break;
     case 'L': o->leader = 1; break;
     case 'j': o->json = 1; break;
+    case 'c': o->cmdstring = optarg; break;
     case 'h': fputs(usage_text, stdout); return -1;
     case 'V': printf("zkelect %s\n", zkl_version()); return -1;
     default: {
@@ -101,16 +108,20 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     }
     }
   }
+  if (o->json && !o->leader)
+    return cli_usage("--json goes with --leader");
+  if (o->cmdstring && o->leader)
+    return cli_usage("-c goes with a COMMAND to lead, not --leader");
   if (optind >= argc)
     return cli_usage("missing election NAME");
   if (cli_check_target("election", argv[optind], o->root) != 0)
     return CLI_EXIT_USAGE;
   if (o->id && (!*o->id || strlen(o->id) > ZKL_ID_MAX || strchr(o->id, '\n')))
     return cli_usage("-i needs an id of 1-128 bytes on one line");
-  if (!o->leader && optind + 1 >= argc)
+  if (!o->leader && cli_command_after(argc, argv, optind, &o->cmdstring) != 0)
+    return CLI_EXIT_USAGE;
+  if (!o->leader && !o->cmdstring && optind + 1 >= argc)
     return cli_usage("missing COMMAND");
-  if (o->json && !o->leader)
-    return cli_usage("--json goes with --leader");
   if (o->leader && optind + 1 < argc)
     return cli_usage("--leader takes only NAME");
   *first = optind;
@@ -132,11 +143,15 @@ static int print_leader(zkl_client_t *c, const struct opts *o,
   if (o->json)
     led = cli_json_queue(stdout, "election", o->root, name, q, n);
   else if (led) {
+    /* the id as the candidate gave it (-i "web 1" prints web 1), but a
+     * terminal never sees a control character from the node */
     const char *s = q[0].id ? q[0].id : q[0].node;
-    cli_put_escaped(s, strlen(s));
+    cli_put_text(stdout, s, strlen(s));
     putchar('\n');
   }
   zkl_contenders_free(q, n);
+  if (led == 0) /* for a person; scripts have the exit status */
+    cli_error("%s/%s: nobody leads", o->root, name);
   return led < 0 ? CLI_EXIT_SOFTWARE : led ? 0 : 1;
 }
 
@@ -197,7 +212,7 @@ int main(int argc, char **argv) {
   zkl_election_options_t eo = {0};
   zkl_client_t *c = NULL;
   zkl_election_t *e = NULL;
-  char defid[300];
+  char defid[300], *sh[4];
   int first = 0, code, rc;
   cli_prog = "zkelect";
   cli_what = "leadership";
@@ -235,7 +250,8 @@ int main(int argc, char **argv) {
     return rc == ZKL_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_SOFTWARE;
   }
   cli_set_cancel(cancel_campaign, e);
-  code = lead(c, e, &o, argv[first], argv + first + 1);
+  code = lead(c, e, &o, argv[first],
+              o.cmdstring ? cli_shell_command(o.cmdstring, sh) : argv + first + 1);
   cli_set_cancel(NULL, NULL);
   zkl_election_destroy(e);
   zkl_client_destroy(c);

@@ -2,6 +2,7 @@
 /* zklock(1): run a command while holding a distributed lock, like flock(1)
  * but across machines. See man/zklock.1. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,16 +15,19 @@ static const char usage_text[] =
     "usage: zklock [-s HOSTS] [-r ROOT] [-n | -w SECONDS] [-E CODE]\n"
     "              [-t SESSION_MS] [-k SECONDS] [-a FILE] [--acl ACL] [--kazoo]\n"
     "              [--shared | --write | --permits N | --flat]\n"
-    "              [--on-revoke SIGNAL] [--also NAME2 ...]\n"
-    "              NAME COMMAND [ARG...]\n"
-    "       zklock [-s HOSTS] [-r ROOT] [-a FILE] --list [--json] NAME\n"
+    "              [--on-revoke SIGNAL] [--also NAME2 ...] [-v]\n"
+    "              NAME [COMMAND [ARG...] | -c CMDSTRING]\n"
+    "       zklock [-s HOSTS] [-r ROOT] [-a FILE] --list [--json] [NAME]\n"
     "       zklock [-s HOSTS] [-r ROOT] [-a FILE] --revoke [--grace SECONDS]\n"
     "              [--node NODE] NAME\n"
     "       zklock [-s HOSTS] [-a FILE] --sweep [--older-than SECONDS] ROOT\n"
     "\n"
-    "Run COMMAND while holding the ZooKeeper lock ROOT/NAME.\n"
+    "Run COMMAND while holding the ZooKeeper lock ROOT/NAME; with no COMMAND,\n"
+    "print the lock's token and node, and hold it until interrupted.\n"
     "\n"
-    "  -s, --servers HOSTS       ensemble (default $ZKLOCK_SERVERS or 127.0.0.1:2181)\n"
+    "  -s, --servers HOSTS       ensemble, host:port,...[/chroot] (default\n"
+    "                            $ZKLOCK_SERVERS or 127.0.0.1:2181); not\n"
+    "                            flock's -s: that is --shared\n"
     "  -r, --root ROOT           parent of the lock (default /locks)\n"
     "  -n, --nonblock            fail at once if the lock is held\n"
     "  -w, --wait SECONDS        give up after SECONDS (fractions allowed)\n"
@@ -35,6 +39,10 @@ static const char usage_text[] =
     "                            in FILE (default $ZKLOCK_AUTH_FILE)\n"
     "      --acl open|creator    ACL of the nodes we create (default open;\n"
     "                            creator: only our identity may change them)\n"
+    "  -c, --command CMDSTRING   run /bin/sh -c CMDSTRING as COMMAND (flock's\n"
+    "                            NAME -c CMDSTRING works too)\n"
+    "  -v, --verbose             the library's log on stderr (-vv: debug; or\n"
+    "                            $ZKLOCK_LOG=error|warn|info|debug)\n"
     "      --kazoo               name our node as kazoo's Lock does, so that\n"
     "                            kazoo users of the same lock wait for us\n"
     "      --shared              hold in shared (read) mode: shared holders\n"
@@ -52,7 +60,8 @@ static const char usage_text[] =
     "      --on-revoke SIGNAL    what COMMAND gets when someone asks for the\n"
     "                            lock back: TERM (default), INT, HUP, USR1,\n"
     "                            USR2, KILL, or none\n"
-    "  -l, --list                list the holders and the waiters of NAME\n"
+    "  -l, --list                list the holders and the waiters of NAME;\n"
+    "                            with no NAME, every lock under ROOT\n"
     "      --json                with --list: print one JSON object instead\n"
     "                            (its keys: zklock(1))\n"
     "      --revoke              ask the holders of NAME to release it\n"
@@ -68,11 +77,13 @@ static const char usage_text[] =
     "  -h, --help                this text;  -V, --version\n"
     "\n"
     "Exit: COMMAND's status (128+N if killed by signal N), and 0 only if the\n"
-    "lock was ours from COMMAND's start to its end; 1 (or -E CODE) if not\n"
-    "acquired; 64 usage; 69 ensemble unreachable; 70 other failure; 75 lock\n"
-    "lost, or not confirmed, while COMMAND ran (or before it started);\n"
-    "77 authentication or permission refused; 126/127 COMMAND not\n"
-    "runnable/not found.\n";
+    "lock was ours from COMMAND's start to its end (with no COMMAND: until\n"
+    "the signal that ended the hold); 1 (or -E CODE) if not acquired, or\n"
+    "nothing to list; 64 usage; 69 ensemble unreachable; 70 other failure;\n"
+    "75 lock lost, or not confirmed, while COMMAND ran (or before it\n"
+    "started, or while held); 77 authentication or permission refused;\n"
+    "126/127 COMMAND not runnable/not found; 129/130/143 SIGHUP/INT/TERM\n"
+    "before COMMAND started.\n";
 
 struct opts {
   cli_conn_t cc;
@@ -90,10 +101,12 @@ struct opts {
   int flat; /* --flat: ZKL_MUTEX_FLAT */
   int sweep;      /* --sweep ROOT */
   double older_s; /* --older-than; < 0: not given */
+  const char *cmdstring; /* -c: COMMAND is /bin/sh -c CMDSTRING */
+  int all;        /* --list with no NAME: every lock under ROOT */
 };
 /* main()'s options before parsing; fuzz/fuzz_zklock_cli.c starts from it too. */
 #define OPTS_DEFAULT                                                           \
-  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL}, "/locks", 0, 0, 0, -1, 1, 5000, 0, 0, 0, 0, 0, -1, NULL, {0}, 0, 0, 0, -1}
+  {{cli_default_hosts(), 10000, NULL, -1, NULL, NULL, 0, 0}, "/locks", 0, 0, 0, -1, 1, 5000, 0, 0, 0, 0, 0, -1, NULL, {0}, 0, 0, 0, -1, NULL, 0}
 
 
 /* What we hold: an exclusive mutex, a side of a read-write lock (`write`
@@ -166,10 +179,57 @@ static int parse_sweep(int argc, struct opts *o, int *first) {
     return cli_usage("--older-than goes with --sweep");
   if (o->list || o->json || o->revoke || o->nonblock || o->wait_s >= 0 ||
       o->flat || o->kazoo || o->shared || o->write || o->permits ||
-      o->nalso || o->node || o->revoke_grace_s >= 0)
+      o->nalso || o->node || o->revoke_grace_s >= 0 || o->cmdstring)
     return cli_usage("--sweep takes only ROOT (and --older-than)");
   if (optind + 1 != argc)
     return cli_usage("--sweep takes one ROOT");
+  *first = optind;
+  return cli_conn_ready(&o->cc);
+}
+
+/* --list with no NAME: every lock under ROOT. */
+static int parse_all(struct opts *o, int *first) {
+  if (zkl_root_check(o->root) != ZKL_OK) {
+    cli_error("invalid root '%s': an absolute path such as /locks", o->root);
+    return CLI_EXIT_USAGE;
+  }
+  o->all = 1;
+  *first = optind;
+  return cli_conn_ready(&o->cc);
+}
+
+/* The rest of parse() for NAME and what follows it: COMMAND, -c
+ * CMDSTRING (before NAME, or flock's NAME -c CMDSTRING), or nothing (a
+ * hold until interrupted; --list; --revoke). */
+static int parse_target(int argc, char **argv, struct opts *o, int *first) {
+  int rest;
+  if (o->json && !o->list)
+    return cli_usage("--json goes with --list");
+  if (o->list && o->revoke)
+    return cli_usage("--list and --revoke cannot be combined");
+  if (o->cmdstring && (o->list || o->revoke))
+    return cli_usage("-c goes with a lock to hold, not --list or --revoke");
+  if (o->nalso && (o->shared || o->write || o->permits || o->list ||
+                   o->revoke))
+    return cli_usage("--also goes with exclusive locks only");
+  if (!o->revoke && (o->node || o->revoke_grace_s >= 0))
+    return cli_usage("--grace and --node go with --revoke");
+  if (optind >= argc && o->list)
+    return parse_all(o, first);
+  if (optind >= argc)
+    return cli_usage("missing lock NAME");
+  if (cli_check_target("lock", argv[optind], o->root) != 0)
+    return CLI_EXIT_USAGE;
+  if (o->node && cli_check_target("node", o->node, o->root) != 0)
+    return CLI_EXIT_USAGE;
+  rest = argc - optind - 1; /* words after NAME */
+  if (!o->list && !o->revoke &&
+      cli_command_after(argc, argv, optind, &o->cmdstring) != 0)
+    return CLI_EXIT_USAGE;
+  if (o->list && rest > 0)
+    return cli_usage("--list takes only NAME");
+  if (o->revoke && rest > 0)
+    return cli_usage("--revoke takes only NAME");
   *first = optind;
   return cli_conn_ready(&o->cc);
 }
@@ -214,6 +274,7 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     case 'X': o->revoke = 1; break;
     case 'N': o->node = optarg; break;
     case 'S': o->sweep = 1; break;
+    case 'c': o->cmdstring = optarg; break;
     case 'O':
       if (cli_seconds(optarg, &o->older_s) != 0 || o->older_s < 0)
         return cli_usage("--older-than needs a number of seconds");
@@ -264,29 +325,7 @@ static int parse(int argc, char **argv, struct opts *o, int *first) {
     return cli_usage("-n and -w cannot be combined");
   if (o->sweep || o->older_s >= 0)
     return parse_sweep(argc, o, first);
-  if (optind >= argc)
-    return cli_usage("missing lock NAME");
-  if (cli_check_target("lock", argv[optind], o->root) != 0)
-    return CLI_EXIT_USAGE;
-  if (o->nalso && (o->shared || o->write || o->permits || o->list ||
-                   o->revoke))
-    return cli_usage("--also goes with exclusive locks only");
-  if (o->list && o->revoke)
-    return cli_usage("--list and --revoke cannot be combined");
-  if (!o->revoke && (o->node || o->revoke_grace_s >= 0))
-    return cli_usage("--grace and --node go with --revoke");
-  if (o->node && cli_check_target("node", o->node, o->root) != 0)
-    return CLI_EXIT_USAGE;
-  if (!o->list && !o->revoke && optind + 1 >= argc)
-    return cli_usage("missing COMMAND");
-  if (o->json && !o->list)
-    return cli_usage("--json goes with --list");
-  if (o->list && optind + 1 < argc)
-    return cli_usage("--list takes only NAME");
-  if (o->revoke && optind + 1 < argc)
-    return cli_usage("--revoke takes only NAME");
-  *first = optind;
-  return cli_conn_ready(&o->cc);
+  return parse_target(argc, argv, o, first);
 }
 
 static int list_queue(zkl_client_t *c, const struct opts *o,
@@ -302,6 +341,25 @@ static int list_queue(zkl_client_t *c, const struct opts *o,
   held = o->json ? cli_json_queue(stdout, "lock", o->root, name, q, n)
                  : cli_print_queue(q, n, "holder", "waiter");
   zkl_contenders_free(q, n);
+  if (held == 0) /* for a person; scripts have the exit status */
+    cli_error("%s/%s: nobody holds it", o->root, name);
+  return held < 0 ? CLI_EXIT_SOFTWARE : held ? 0 : 1;
+}
+
+/* --list with no NAME: every lock under ROOT that has a contender. */
+static int list_all(zkl_client_t *c, const struct opts *o) {
+  zkl_lock_info_t *l = NULL;
+  size_t n = 0;
+  char what[ZKL_ROOT_MAX + 32];
+  int rc = zkl_locks_list(c, o->root, &l, &n), held;
+  if (rc != ZKL_OK) {
+    snprintf(what, sizeof what, "cannot list %s", o->root);
+    return cli_fail(what, rc);
+  }
+  held = o->json ? cli_json_locks(stdout, o->root, l, n) : cli_print_locks(l, n);
+  zkl_locks_free(l, n);
+  if (held == 0)
+    cli_error("%s: nobody holds any lock there", o->root);
   return held < 0 ? CLI_EXIT_SOFTWARE : held ? 0 : 1;
 }
 
@@ -409,12 +467,9 @@ static cli_got_t acquire(struct lock *k, const struct opts *o, int *code) {
   return CLI_GOT_NOTHING;
 }
 
-static int run_locked(zkl_client_t *c, struct lock *k, const char *name,
-                      char **cmd, long grace_ms, int64_t granted) {
-  char tok[64], nm[ZKL_NAME_MAX + 16], node[1024 + 16], mode[32];
-  char *env[5];
+/* The token of what acquire() took. */
+static uint64_t token_of(const struct lock *k) {
   uint64_t token = 0;
-  int code, rc;
   if (k->ml)
     zkl_multilock_token(k->ml, &token);
   else if (k->sem)
@@ -423,29 +478,77 @@ static int run_locked(zkl_client_t *c, struct lock *k, const char *name,
     zkl_rwlock_token(k->rw, &token);
   else
     zkl_mutex_token(k->m, &token);
-  snprintf(tok, sizeof tok, "ZKLOCK_TOKEN=%" PRIu64, token);
+  return token;
+}
+
+/* The path of our node into buf ("" with --also: several nodes). */
+static void node_of(const struct lock *k, char *buf, size_t size) {
+  buf[0] = '\0';
+  if (k->sem)
+    zkl_lease_node_path(k->lease, buf, size);
+  else if (k->rw)
+    zkl_rwlock_node_path(k->rw, buf, size);
+  else if (k->m)
+    zkl_mutex_node_path(k->m, buf, size);
+}
+
+static int state_of(const struct lock *k) {
+  return k->ml    ? zkl_multilock_state(k->ml)
+         : k->sem ? zkl_lease_state(k->lease)
+         : k->rw  ? zkl_rwlock_state(k->rw)
+                  : zkl_mutex_state(k->m);
+}
+
+/* No COMMAND: as etcdctl lock, print the token (and node) and hold until
+ * interrupted. 0 when the signal ended a hold the release vouches for;
+ * 75 when it was lost, or the release cannot vouch for it. */
+static int hold_locked(zkl_client_t *c, struct lock *k, int64_t granted) {
+  char node[1024];
+  int code, rc;
+  cli_test_grant_delay();
+  code = cli_vouch(c, granted, state_of(k), verify_lock, k);
+  if (code == 0) {
+    node_of(k, node, sizeof node);
+    printf("token=%" PRIu64, token_of(k));
+    if (node[0]) {
+      fputs(" node=", stdout);
+      cli_put_escaped(node, strlen(node));
+    }
+    putchar('\n');
+    /* a reader of the pipe learns it now; one that went away never will,
+     * and holding for nobody would only keep others out */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+      cli_error("cannot write the token (%s): releasing", strerror(errno));
+      code = CLI_EXIT_SOFTWARE;
+    } else {
+      code = cli_hold();
+    }
+  }
+  rc = unlock(k);
+  if (rc != ZKL_OK && code == 0) {
+    cli_error("lock lost while held (%s: %s): it may not have been ours "
+              "throughout", zkl_err_name(rc), zkl_strerror(rc));
+    code = CLI_EXIT_LOST;
+  }
+  return code;
+}
+
+static int run_locked(zkl_client_t *c, struct lock *k, const char *name,
+                      char **cmd, long grace_ms, int64_t granted) {
+  char tok[64], nm[ZKL_NAME_MAX + 16], node[1024 + 16], mode[32];
+  char *env[5];
+  int code, rc;
+  snprintf(tok, sizeof tok, "ZKLOCK_TOKEN=%" PRIu64, token_of(k));
   snprintf(nm, sizeof nm, "ZKLOCK_NAME=%s", name);
   snprintf(mode, sizeof mode, "ZKLOCK_MODE=%s",
            k->sem                ? "lease"
            : k->rw && !k->write  ? "shared"
                                  : "exclusive");
   strcpy(node, "ZKLOCK_NODE=");
-  if (k->ml)
-    node[12] = '\0'; /* several nodes: none is the one */
-  else if (k->sem)
-    zkl_lease_node_path(k->lease, node + 12, sizeof node - 12);
-  else if (k->rw)
-    zkl_rwlock_node_path(k->rw, node + 12, sizeof node - 12);
-  else
-    zkl_mutex_node_path(k->m, node + 12, sizeof node - 12);
+  node_of(k, node + 12, sizeof node - 12); /* --also: none is the one */
   env[0] = tok, env[1] = nm, env[2] = node, env[3] = mode, env[4] = NULL;
   cli_test_grant_delay();
-  code = cli_vouch(c, granted,
-                   k->ml   ? zkl_multilock_state(k->ml)
-                   : k->sem ? zkl_lease_state(k->lease)
-                   : k->rw ? zkl_rwlock_state(k->rw)
-                           : zkl_mutex_state(k->m),
-                   verify_lock, k);
+  code = cli_vouch(c, granted, state_of(k), verify_lock, k);
   if (code == 0)
     code = cli_run(cmd, env, grace_ms);
   /* the last unlock is the ensemble's verdict on the whole run: anything
@@ -490,7 +593,9 @@ int main(int argc, char **argv) {
     return code;
   }
   if (o.list || o.revoke) {
-    code = o.list ? list_queue(c, &o, argv[first]) : revoke(c, &o, argv[first]);
+    code = o.all    ? list_all(c, &o)
+           : o.list ? list_queue(c, &o, argv[first])
+                    : revoke(c, &o, argv[first]);
     zkl_client_destroy(c);
     return code;
   }
@@ -528,8 +633,15 @@ int main(int argc, char **argv) {
   cli_set_cancel(cancel_lock, &k);
   if (acquire(&k, &o, &code) == CLI_GOT_HOLD) {
     int64_t granted = zkl_now_ms();
-    code = run_locked(c, &k, argv[first], argv + first + 1, o.grace_ms,
-                      granted);
+    char *sh[4];
+    if (o.cmdstring)
+      code = run_locked(c, &k, argv[first], cli_shell_command(o.cmdstring, sh),
+                        o.grace_ms, granted);
+    else if (first + 1 < argc)
+      code = run_locked(c, &k, argv[first], argv + first + 1, o.grace_ms,
+                        granted);
+    else
+      code = hold_locked(c, &k, granted);
   }
   cli_set_cancel(NULL, NULL);
   if (k.lease)

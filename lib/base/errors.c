@@ -6,18 +6,13 @@
 
 #include "internal.h"
 
-/* ZooKeeper's own codes, by name, so zkl_err_name() covers them too. */
-#define ZKL__ZK_CODES(XX)                                                      \
-  XX(ZSYSTEMERROR) XX(ZRUNTIMEINCONSISTENCY) XX(ZDATAINCONSISTENCY)            \
-  XX(ZCONNECTIONLOSS) XX(ZMARSHALLINGERROR) XX(ZUNIMPLEMENTED)                 \
-  XX(ZOPERATIONTIMEOUT) XX(ZBADARGUMENTS) XX(ZINVALIDSTATE)                    \
-  XX(ZNEWCONFIGNOQUORUM) XX(ZRECONFIGINPROGRESS) XX(ZSSLCONNECTIONERROR)       \
-  XX(ZAPIERROR) XX(ZNONODE) XX(ZNOAUTH) XX(ZBADVERSION)                        \
-  XX(ZNOCHILDRENFOREPHEMERALS) XX(ZNODEEXISTS) XX(ZNOTEMPTY)                   \
-  XX(ZSESSIONEXPIRED) XX(ZINVALIDCALLBACK) XX(ZINVALIDACL) XX(ZAUTHFAILED)     \
-  XX(ZCLOSING) XX(ZNOTHING) XX(ZSESSIONMOVED) XX(ZNOTREADONLY)                 \
-  XX(ZEPHEMERALONLOCALSESSION) XX(ZNOWATCHER) XX(ZRECONFIGDISABLED)            \
-  XX(ZSESSIONCLOSEDREQUIRESASLAUTH) XX(ZTHROTTLEDOP)
+/* The header names ZooKeeper's codes (ZKL_ZK_ERRNO_MAP) so that users
+ * need not include zookeeper.h: each must be zookeeper.h's very value. */
+#define ZKL__ZK_SAME(name, code)                                               \
+  _Static_assert((int)ZKL_##name == (int)name && (code) == (int)name,         \
+                 "zklock.h's ZKL_" #name " differs from zookeeper.h's");
+ZKL_ZK_ERRNO_MAP(ZKL__ZK_SAME)
+#undef ZKL__ZK_SAME
 
 const char *zkl_strerror(int rc) {
   switch (rc) {
@@ -44,10 +39,10 @@ const char *zkl_err_name(int rc) {
     return "ZKL_" #name;
     ZKL_ERRNO_MAP(ZKL__ERR_NAME)
 #undef ZKL__ERR_NAME
-#define ZKL__ZK_NAME(name)                                                     \
-  case name:                                                                   \
+#define ZKL__ZK_NAME(name, code)                                               \
+  case code:                                                                   \
     return #name;
-    ZKL__ZK_CODES(ZKL__ZK_NAME)
+    ZKL_ZK_ERRNO_MAP(ZKL__ZK_NAME)
 #undef ZKL__ZK_NAME
   }
   return "ZKL_UNKNOWN";

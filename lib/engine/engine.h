@@ -380,6 +380,12 @@ ZKL__HIDDEN int zkl__queue_list(zkl_client_t *c, const char *dir,
  * the deletes that landed. ZKL_OK or a ZooKeeper code. */
 ZKL__HIDDEN int zkl__sweep(zkl_client_t *c, const char *root,
                            int64_t older_ms, size_t *removed);
+/* inspect.c: root's children, sorted by name, each with its queue as
+ * zkl__queue_list() gives it (zkl_locks_list). ZKL_OK (also when root
+ * does not exist: none), ZKL_ENOMEM, ZKL_ESYSTEM or a ZooKeeper code;
+ * *out and *count are NULL and 0 on failure. */
+ZKL__HIDDEN int zkl__root_list(zkl_client_t *c, const char *root,
+                               zkl_lock_info_t **out, size_t *count);
 /* The same after validating root and name (public list functions). */
 ZKL__HIDDEN int zkl__list_named(zkl_client_t *c, const char *root,
                                 const char *name, zkl_contender_t **out,

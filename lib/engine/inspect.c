@@ -228,3 +228,89 @@ int zkl__list_named(zkl_client_t *c, const char *root, const char *name,
   free(dir);
   return rc;
 }
+
+void zkl_locks_free(zkl_lock_info_t *list, size_t count) {
+  size_t i;
+  if (!list)
+    return;
+  for (i = 0; i < count; i++) {
+    free(list[i].name);
+    zkl_contenders_free(list[i].contenders, list[i].count);
+  }
+  free(list);
+}
+
+static int by_name(const void *x, const void *y) {
+  return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* root's children, sorted, after a sync: *names (n of them, NULL when
+ * none or root is missing), each the caller's to free. */
+static int root_children(zkl_client_t *c, const char *root, char ***names,
+                         size_t *n) {
+  pthread_cond_t cv;
+  zkl__call_t sy, ls, *ptrs[2] = {&sy, &ls};
+  zkl__session_t *s;
+  int rc, i;
+  *names = NULL;
+  *n = 0;
+  if (zkl__cond_init(&cv) != ZKL_OK)
+    return ZKL_ESYSTEM;
+  pthread_mutex_lock(&c->mu);
+  s = zkl__session_get(c);
+  pthread_mutex_unlock(&c->mu);
+  zkl__call_init(&sy, c, &cv);
+  zkl__call_init(&ls, c, &cv);
+  zkl__sync(&sy, s, root); /* as zkl__queue_list: every earlier write */
+  zkl__children(&ls, s, root);
+  pthread_mutex_lock(&c->mu);
+  zkl__call_wait(ptrs, 2);
+  pthread_mutex_unlock(&c->mu);
+  zkl__call_free(&sy);
+  rc = ls.rc == ZNONODE ? ZOK : ls.rc;
+  if (rc == ZOK && ls.kids.count > 0 &&
+      !(*names = calloc((size_t)ls.kids.count, sizeof **names)))
+    rc = ZKL_ENOMEM;
+  for (i = 0; rc == ZOK && i < ls.kids.count; i++)
+    if (!((*names)[(*n)++] = zkl__strdup(ls.kids.data[i])))
+      rc = ZKL_ENOMEM;
+  if (rc == ZOK && *n > 1)
+    qsort(*names, *n, sizeof **names, by_name);
+  zkl__call_free(&ls);
+  pthread_mutex_lock(&c->mu);
+  zkl__session_put(c, s);
+  pthread_mutex_unlock(&c->mu);
+  pthread_cond_destroy(&cv);
+  return rc;
+}
+
+int zkl__root_list(zkl_client_t *c, const char *root, zkl_lock_info_t **out,
+                   size_t *count) {
+  char **names = NULL;
+  size_t n = 0, i;
+  zkl_lock_info_t *res = NULL;
+  int rc = root_children(c, root, &names, &n);
+  if (rc == ZKL_OK && n > 0 && !(res = calloc(n, sizeof *res)))
+    rc = ZKL_ENOMEM;
+  /* one queue at a time: each is listed as zkl_mutex_queue() lists it;
+   * a child gone meanwhile lists empty, as a lock never used */
+  for (i = 0; rc == ZKL_OK && i < n; i++) {
+    char *dir = zkl__child(root, names[i]);
+    res[i].name = names[i];
+    names[i] = NULL;
+    rc = dir ? zkl__queue_list(c, dir, &res[i].contenders, &res[i].count)
+             : ZKL_ENOMEM;
+    free(dir);
+  }
+  for (i = 0; i < n; i++)
+    free(names[i]);
+  free(names);
+  if (rc != ZKL_OK) {
+    zkl_locks_free(res, n);
+    res = NULL;
+    n = 0;
+  }
+  *out = res;
+  *count = n;
+  return rc;
+}

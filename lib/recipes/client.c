@@ -233,9 +233,10 @@ int zkl_client_create(zkl_client_t **out, const char *hosts,
                       const zkl_client_options_t *opts) {
   zkl_client_t *c;
   int rc;
+  if (out) /* NULL whatever the failure, as the header promises */
+    *out = NULL;
   if (!out || !hosts || !hosts[0])
     return ZKL_EINVAL;
-  *out = NULL;
   if (!options_valid(opts))
     return ZKL_EINVAL;
   zkl__fork_watch();
@@ -319,6 +320,21 @@ int zkl_sweep(zkl_client_t *c, const char *root, int64_t older_than_ms,
   if (removed)
     *removed = n;
   return rc;
+}
+
+int zkl_locks_list(zkl_client_t *c, const char *root, zkl_lock_info_t **out,
+                   size_t *count) {
+  if (out) /* NULL whatever the failure, as the header promises */
+    *out = NULL;
+  if (count)
+    *count = 0;
+  if (!root)
+    root = "/locks";
+  if (!c || !out || !count || !zkl__handle_live(c) || !zkl__valid_root(root))
+    return ZKL_EINVAL;
+  if (zkl__forked(c->fork_gen))
+    return ZKL_EFORKED;
+  return zkl__root_list(c, root, out, count);
 }
 
 int zkl_client_wait_connected(zkl_client_t *c, int64_t deadline_ms) {

@@ -220,7 +220,10 @@ int zkl_mutex_guarded(zkl_mutex_t *m, zkl_op_t *ops, size_t n,
 
 int zkl_mutex_lock_async(zkl_mutex_t *m, int64_t deadline_ms, zkl_hold_fn fn,
                          void *arg, zkl_hold_t **hold) {
-  int rc = usable(m, m);
+  int rc;
+  if (hold) /* NULL whatever the failure, as the header promises */
+    *hold = NULL;
+  rc = usable(m, m);
   return rc != ZKL_OK ? rc
                       : zkl__hold_start(&m->q, 0, deadline_ms, fn, arg, hold);
 }

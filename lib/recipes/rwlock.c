@@ -300,14 +300,20 @@ int zkl_rwlock_node_path(const zkl_rwlock_t *rw, char *buf, size_t size) {
 
 int zkl_rwlock_rdlock_async(zkl_rwlock_t *rw, int64_t deadline_ms,
                             zkl_hold_fn fn, void *arg, zkl_hold_t **hold) {
-  int rc = usable(rw, rw);
+  int rc;
+  if (hold) /* NULL whatever the failure, as the header promises */
+    *hold = NULL;
+  rc = usable(rw, rw);
   return rc != ZKL_OK ? rc
                       : zkl__hold_start(&rw->q, 1, deadline_ms, fn, arg, hold);
 }
 
 int zkl_rwlock_wrlock_async(zkl_rwlock_t *rw, int64_t deadline_ms,
                             zkl_hold_fn fn, void *arg, zkl_hold_t **hold) {
-  int rc = usable(rw, rw);
+  int rc;
+  if (hold) /* NULL whatever the failure, as the header promises */
+    *hold = NULL;
+  rc = usable(rw, rw);
   return rc != ZKL_OK ? rc
                       : zkl__hold_start(&rw->q, 0, deadline_ms, fn, arg, hold);
 }

@@ -78,9 +78,10 @@ static int acquire(zkl_semaphore_t *sem, int mode, int64_t deadline,
   zkl_client_t *c;
   zkl_lease_t *l;
   int rc, entered;
+  if (out) /* NULL whatever the failure, as the header promises */
+    *out = NULL;
   if (!sem || !out)
     return ZKL_EINVAL;
-  *out = NULL;
   if (zkl__forked(sem->fork_gen))
     return ZKL_EFORKED;
   if (!(l = calloc(1, sizeof *l)))
@@ -125,6 +126,8 @@ int zkl_semaphore_timedacquire(zkl_semaphore_t *sem, int64_t deadline_ms,
 
 int zkl_semaphore_acquire_async(zkl_semaphore_t *sem, int64_t deadline_ms,
                                 zkl_hold_fn fn, void *arg, zkl_hold_t **hold) {
+  if (hold) /* NULL whatever the failure, as the header promises */
+    *hold = NULL;
   if (!sem)
     return ZKL_EINVAL;
   if (zkl__forked(sem->fork_gen))

@@ -63,11 +63,13 @@ static void tell(zkl_client_t *c, zkl__session_t *s,
 }
 
 static void on_connected(zkl_client_t *c, zkl__session_t *s) {
+  int first;
   if (c->state == ZKL_CLIENT_CONNECTED)
     return;
   c->state = ZKL_CLIENT_CONNECTED;
   c->conn_epoch++;
-  if (s->was_connected) /* not this session's first connection */
+  first = !s->was_connected;
+  if (!first) /* not this session's first connection */
     zkl__stat_add(&c->stats.reconnections, 1);
   s->was_connected = 1;
   c->disconnected_at = 0;
@@ -75,6 +77,13 @@ static void on_connected(zkl_client_t *c, zkl__session_t *s) {
   atomic_store(&c->session_id, s->id);
   zkl__post_log(c, ZKL_LOG_INFO, "connected: session 0x%llx, timeout %d ms",
                 (unsigned long long)s->id, c->timeout_neg);
+  /* the ensemble clamps what we ask to its [min, max]SessionTimeout:
+   * holds are then lost after another delay than the caller chose */
+  if (first && c->timeout_neg > 0 && c->timeout_neg != c->timeout_req)
+    zkl__post_log(c, ZKL_LOG_WARN,
+                  "the ensemble set the session timeout to %d ms, not the "
+                  "%d ms asked (its minSessionTimeout/maxSessionTimeout)",
+                  c->timeout_neg, c->timeout_req);
   tell(c, s, ZKL__SESS_CONNECTED);
 }
 
