@@ -10,8 +10,9 @@ so it can cut a connection at an awkward moment:
 LISTEN_PORT 0 picks a free port, written to STATE_DIR/port.
 
 Control, by creating a file in STATE_DIR (the proxy removes it when done):
-  cut-after-create   forward the next create of a node (not a container's),
-                     then close the client's connection before the reply
+  cut-after-create   forward the next create of a node (not a container's;
+                     alone, or in a transaction with the setData that
+                     writes its data), then close the client's connection before the reply
                      can reach it; if the file says "stall", create
                      STATE_DIR/stall at the cut
   cut-after-delete   the same for the next delete request, alone or in a
@@ -137,6 +138,51 @@ class Hold:
         self.closed = threading.Event()
 
 
+OP_SETDATA, OP_CHECK = 5, 13
+
+
+def multi_ops(body):
+    """The types of a transaction's ops, in order. After the request header
+    (xid, type) each op is a header (type, done, err) and its request
+    (jute: a string or buffer is an int32 length and its bytes); the last
+    header has done set. [] for an op this does not know."""
+    def skip_buf(i):
+        (n,) = struct.unpack(">i", body[i:i + 4])
+        return i + 4 + max(n, 0)
+    ops, i = [], 8
+    try:
+        while True:
+            t, done = struct.unpack(">ib", body[i:i + 5])
+            i += 9
+            if done:
+                return ops
+            ops.append(t)
+            i = skip_buf(i)  # every op starts with its path
+            if t in CREATE_OPS:
+                i = skip_buf(i)  # data
+                (nacl,) = struct.unpack(">i", body[i:i + 4])
+                i += 4
+                for _ in range(max(nacl, 0)):
+                    i = skip_buf(skip_buf(i + 4))  # perms, scheme, id
+                i += 4  # flags
+            elif t == OP_SETDATA:
+                i = skip_buf(i) + 4  # data, version
+            elif t in (OP_DELETE, OP_CHECK):
+                i += 4  # version
+            else:
+                return []
+    except struct.error:
+        return []
+
+
+def creates_a_node(ops):
+    """A transaction that makes a node and writes its data: [create,
+    setData] (a flat lock's). A queue's first node with its parent, [create,
+    create, setData], is not aimed at: its parent may be there, and then
+    the whole transaction fails and nothing was made."""
+    return len(ops) == 2 and ops[0] in CREATE_OPS and ops[1] == OP_SETDATA
+
+
 def client_to_server(c, s, held, cutting, hold):
     first = True  # the connect request has no request header
     try:
@@ -165,7 +211,9 @@ def client_to_server(c, s, held, cutting, hold):
                 cut = take("cut-after-delete")
             elif not first and op == OP_MULTI:
                 cut = take("cut-after-multi")
-                if cut is None:  # a release taking its parent along
+                if cut is None and creates_a_node(multi_ops(body)):
+                    cut = take("cut-after-create")
+                if cut is None:  # a release (with its guard, or its parent)
                     cut = take("cut-after-delete")
                 if cut is None and hold.xid is None and take("hold-multi") is not None:
                     hold.xid = xid
