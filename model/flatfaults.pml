@@ -144,7 +144,7 @@ byte ng;              /* the guid its data carries */
 byte nv;              /* its data version */
 byte nacl;            /* the identity its ACL gives the write right, or OPEN */
 byte claim[N];        /* per identity: the object (i + 1) with the claim */
-bool done[N];         /* object i has made all its acquisitions */
+bool ended[N];        /* object i has made all its acquisitions */
 bool salive[16];
 bool hdel[ZX];        /* the node made at z was deleted by the hostile, or by
                        * a delete the hostile let through (foreign) */
@@ -299,7 +299,7 @@ end:
   :: atomic { pc[i] == P_START && cyc < CYCLES && FREE_CLAIM ->
        claim[IDENT(i) - 1] = i + 1;
        g = GUID(i, cyc); s = cs[i]; acq[i] = 1; pc[i] = P_CREATE }
-  :: atomic { pc[i] == P_START && cyc == CYCLES -> fin++; done[i] = 1; break }
+  :: atomic { pc[i] == P_START && cyc == CYCLES -> fin++; ended[i] = 1; break }
   :: atomic { pc[i] == P_CREATE ->
        /* step_create: ephemeral, its data with our guid= line. Alone,
         * its answer has the node's stat; in a group-commit transaction a
@@ -517,7 +517,7 @@ active proctype quiet() {
      if
      :: pc[k] == P_WAIT -> w++
      /* waits for the claim of an object of its client that waits */
-     :: pc[k] == P_START && !done[k] && claim[IDENT(k) - 1] != 0 &&
+     :: pc[k] == P_START && !ended[k] && claim[IDENT(k) - 1] != 0 &&
         claim[IDENT(k) - 1] != k + 1 && pc[claim[IDENT(k) - 1] - 1] == P_WAIT -> w++
      :: else
      fi;

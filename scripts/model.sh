@@ -341,7 +341,7 @@ run_check() {
   ) || rc=$?
   if [ "$rc" != 0 ]; then
     if [ "$rc" = 3 ]; then tool=spin; else tool=$cc; fi
-    echo "FAIL $name: $tool failed: $(tail -3 "$d"/*.out | tr '\n' ' ')" >"$d/result"
+    echo "FAIL $name: $tool failed: $(cat "$d"/*.out | tail -n 3 | tr '\n' ' ')" >"$d/result"
     return
   fi
   if [ -n "$keep" ]; then where="trail: $d/trail.txt"; else where="trail below"; fi
