@@ -1557,8 +1557,11 @@ ZKL_EXTERN int zkl_multilock_create(zkl_multilock_t **out,
  * node is read once more after the last grant (one round trip), and a
  * node someone deleted meanwhile makes the set start over. On any error no node
  * of ours is left in any queue (deleted at once, or once reconnected,
- * found by the acquisition's guid). Other codes as zkl_mutex_lock(), and
- * ZKL_EBUSY when this object holds or acquires already; ZKL_EDEADLK (the
+ * found by the acquisition's guid). As for a mutex, connection loss and
+ * session expiry while it waits are retried: the set joins again on the
+ * next session, however often, until its deadline; it never returns a
+ * dead session's code (ZKL_ZINVALIDSTATE). Other codes as zkl_mutex_lock(),
+ * and ZKL_EBUSY when this object holds or acquires already; ZKL_EDEADLK (the
  * blocking form, and the timed one given ZKL_NO_DEADLINE) when the calling
  * thread holds a member through another object.
  */

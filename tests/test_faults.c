@@ -342,6 +342,127 @@ static void test_multilock_through_expiry(void) {
   zkl_client_destroy(hc);
 }
 
+/* The same, with the new session late (no handle can be made for about
+ * 2 s): the set's next transaction meets the dead handle, which refuses
+ * it (ZINVALIDSTATE), and the set waits for the new session and joins
+ * there. Before the fix the acquire ended with that ZooKeeper code, the
+ * chaos round's "multilock: ZINVALIDSTATE" (issue 34, part 2); an async
+ * acquire takes the same run, and hears the same outcome. */
+struct multi_async {
+  _Atomic int rc;
+};
+
+static void multi_async_done(zkl_multilock_t *ml, int rc, void *arg) {
+  struct multi_async *r = arg;
+  (void)ml;
+  atomic_store(&r->rc, rc);
+}
+
+static void test_multilock_expiry_before_new_session(void) {
+  int async;
+  for (async = 0; async < 2; async++) {
+    zkl_client_t *c = client(4000), *hc = client(10000);
+    zkl_multilock_t *ml;
+    zkl_mutex_t *hm;
+    struct multi_waiter w = {0, 1};
+    struct multi_async r = {1};
+    int64_t zx = 0, zy = 0, old;
+    pthread_t t;
+    new_root();
+    ml = multi_xy(c);
+    hm = mutex(hc, "my");
+    CHECK_RC(zkl_mutex_lock(hm), ZKL_OK);
+    w.ml = ml;
+    if (async)
+      CHECK_RC(zkl_multilock_lock_async(ml, zkl_now_ms() + 60000,
+                                        multi_async_done, &r),
+               ZKL_OK);
+    else
+      pthread_create(&t, NULL, multi_lock_thread, &w);
+    QUEUED("my", 2);
+    old = zkl_client_session_id(c);
+    atomic_store(&zkl__fault_new_session, 2);
+    expire(c);
+    WAIT_FOR(zkl_client_state(c) == ZKL_CLIENT_CONNECTED &&
+                 zkl_client_session_id(c) != old &&
+                 nodes_czxid("mx", &zx) == 1 && nodes_czxid("my", &zy) == 2 &&
+                 zx == zy,
+             20000);
+    CHECK_INT(atomic_load(&zkl__fault_new_session), ==, 0); /* it was hit */
+    CHECK_INT(nodes_czxid("mx", &zx), ==, 1);
+    CHECK_INT(nodes_czxid("my", &zy), ==, 2);
+    CHECK_INT(zx, ==, zy);
+    /* still waiting, not ended with the dead handle's code */
+    CHECK_INT(atomic_load(async ? &r.rc : &w.rc), ==, 1);
+    CHECK_RC(zkl_mutex_unlock(hm), ZKL_OK);
+    if (async)
+      WAIT_FOR(atomic_load(&r.rc) != 1, 10000);
+    else
+      pthread_join(t, NULL);
+    CHECK_RC(atomic_load(async ? &r.rc : &w.rc), ZKL_OK);
+    CHECK_RC(zkl_multilock_unlock(ml), ZKL_OK);
+    CHECK_INT(queue_count("mx") + queue_count("my"), ==, 0);
+    zkl_multilock_destroy(ml);
+    zkl_mutex_destroy(hm);
+    zkl_client_destroy(c);
+    zkl_client_destroy(hc);
+  }
+}
+
+/* A revoke asked on a client whose session just expired, before its new
+ * session is made: its listing and its request meet the dead handle
+ * (ZSESSIONEXPIRED, or ZINVALIDSTATE once it is closed), wait for the
+ * next session and are made there. Before the fix zkl_revoke() returned
+ * the dead handle's code (issue 34, part 2); zkl_mutex_queue() and
+ * zkl_locks_list() read through the same listing. */
+static void test_revoke_expiry_before_new_session(void) {
+  zkl_client_t *c = client(4000), *hc = client(10000);
+  zkl_mutex_t *hm;
+  unsigned forced = 9;
+  int64_t old;
+  new_root();
+  hm = mutex(hc, "rv");
+  CHECK_RC(zkl_mutex_lock(hm), ZKL_OK);
+  usleep(300 * 1000); /* the holder's node is watched */
+  CHECK_RC(zkl_client_wait_connected(c, 10000), ZKL_OK);
+  old = zkl_client_session_id(c);
+  atomic_store(&zkl__fault_new_session, 2);
+  expire(c);
+  WAIT_FOR(zkl_client_state(c) != ZKL_CLIENT_CONNECTED, 10000);
+  CHECK_RC(zkl_revoke(c, root, "rv", NULL, -1, &forced), ZKL_OK);
+  CHECK_INT(forced, ==, 0);
+  CHECK(zkl_client_session_id(c) != old);
+  WAIT_FOR(zkl_mutex_state(hm) == ZKL_STATE_REVOKE_REQUESTED, 3000);
+  CHECK_INT(zkl_mutex_state(hm), ==, ZKL_STATE_REVOKE_REQUESTED);
+  {
+    zkl_contender_t *q = NULL;
+    zkl_lock_info_t *all = NULL;
+    size_t n = 0, na = 0;
+    old = zkl_client_session_id(c);
+    atomic_store(&zkl__fault_new_session, 2);
+    expire(c);
+    WAIT_FOR(zkl_client_state(c) != ZKL_CLIENT_CONNECTED, 10000);
+    CHECK_RC(zkl_mutex_queue(c, root, "rv", &q, &n), ZKL_OK);
+    CHECK_INT(n, ==, 1);
+    CHECK(zkl_client_session_id(c) != old);
+    zkl_contenders_free(q, n);
+    old = zkl_client_session_id(c);
+    atomic_store(&zkl__fault_new_session, 2);
+    expire(c);
+    WAIT_FOR(zkl_client_state(c) != ZKL_CLIENT_CONNECTED, 10000);
+    CHECK_RC(zkl_locks_list(c, root, &all, &na), ZKL_OK);
+    CHECK_INT(na, ==, 1);
+    CHECK(zkl_client_session_id(c) != old);
+    zkl_locks_free(all, na);
+  }
+  CHECK_RC(zkl_mutex_unlock(hm), ZKL_OK);
+  CHECK_INT(queue_count("rv"), ==, 0);
+  atomic_store(&zkl__fault_new_session, 0);
+  zkl_mutex_destroy(hm);
+  zkl_client_destroy(c);
+  zkl_client_destroy(hc);
+}
+
 /* The read after the transaction is lost: the set starts over, and the
  * nodes of the first try are found by their guid and deleted. */
 static void test_multilock_read_lost(void) {
@@ -884,6 +1005,8 @@ int main(void) {
   RUN(test_new_handle_retried_calmly);
   RUN(test_async_through_expiry);
   RUN(test_multilock_through_expiry);
+  RUN(test_multilock_expiry_before_new_session);
+  RUN(test_revoke_expiry_before_new_session);
   RUN(test_multilock_read_lost);
   RUN(test_batch_failed_neighbour);
   RUN(test_refused_resend_answers_listing);

@@ -154,20 +154,58 @@ static int flat_entry(const char *dir, const zkl__call_t *gd,
   return rc;
 }
 
-int zkl__queue_list(zkl_client_t *c, const char *dir, zkl_contender_t **out,
-                    size_t *count) {
+/* A listing is reads alone, so one that met a lost connection or the end
+ * of its session is read again on the next usable session, for about a
+ * session timeout from its start (as zkl_revoke()'s requests): a client
+ * whose session just expired lists from the new one, and never hands back
+ * the dead handle's code. r holds the session read on, taken by
+ * reader_take() and given back by reader_again(). */
+typedef struct {
+  zkl__session_t *s;
+  uint64_t epoch;
+  int64_t until;
+} reader_t;
+
+static void reader_take(zkl_client_t *c, reader_t *r) {
+  pthread_mutex_lock(&c->mu);
+  if (!r->until)
+    r->until = zkl_now_ms() +
+               (c->timeout_neg > 0 ? c->timeout_neg : c->timeout_req);
+  r->s = zkl__session_get(c);
+  r->epoch = c->conn_epoch;
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* Gives r's session back; 1 when the listing that ended with *rc should be
+ * read again (a usable session came), else 0 with *rc the verdict. */
+static int reader_again(zkl_client_t *c, reader_t *r, int *rc) {
+  int again = zkl__is_conn_error(*rc) || zkl__is_session_error(*rc);
+  int wrc = ZKL_OK;
+  pthread_mutex_lock(&c->mu);
+  if (again)
+    wrc = c->stopping ? ZKL_ECLOSED
+                      : zkl__wait_usable(c, r->s, r->epoch, r->until);
+  zkl__session_put(c, r->s); /* after the wait: it compares sessions */
+  pthread_mutex_unlock(&c->mu);
+  r->s = NULL;
+  if (!again)
+    return 0;
+  if (wrc != ZKL_OK && wrc != ZKL_ETIMEDOUT)
+    *rc = wrc;
+  return wrc == ZKL_OK;
+}
+
+/* dir's queue, read on s. */
+static int list_on(zkl_client_t *c, zkl__session_t *s, const char *dir,
+                   zkl_contender_t **out, size_t *count) {
   pthread_cond_t cv;
   zkl__call_t sy, ls, gd, *ptrs[3] = {&sy, &ls, &gd};
-  zkl__session_t *s;
   zkl__entry_t *it = NULL;
   zkl_contender_t *res = NULL;
   int n, rc, limit;
   *count = 0;
   if (zkl__cond_init(&cv) != ZKL_OK)
     return ZKL_ESYSTEM;
-  pthread_mutex_lock(&c->mu);
-  s = zkl__session_get(c);
-  pthread_mutex_unlock(&c->mu);
   zkl__call_init(&sy, c, &cv);
   zkl__call_init(&ls, c, &cv);
   zkl__call_init(&gd, c, &cv);
@@ -196,9 +234,6 @@ int zkl__queue_list(zkl_client_t *c, const char *dir, zkl_contender_t **out,
   }
   free(it);
   zkl__call_free(&ls);
-  pthread_mutex_lock(&c->mu);
-  zkl__session_put(c, s);
-  pthread_mutex_unlock(&c->mu);
   pthread_cond_destroy(&cv);
   if (rc != ZOK || *count == 0) {
     zkl_contenders_free(res, *count);
@@ -206,6 +241,17 @@ int zkl__queue_list(zkl_client_t *c, const char *dir, zkl_contender_t **out,
     res = NULL;
   }
   *out = res;
+  return rc;
+}
+
+int zkl__queue_list(zkl_client_t *c, const char *dir, zkl_contender_t **out,
+                    size_t *count) {
+  reader_t r = {NULL, 0, 0};
+  int rc;
+  do {
+    reader_take(c, &r);
+    rc = list_on(c, r.s, dir, out, count);
+  } while (reader_again(c, &r, &rc));
   return rc;
 }
 
@@ -244,24 +290,20 @@ static int by_name(const void *x, const void *y) {
   return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
-/* root's children, sorted, after a sync: *names (n of them, NULL when
- * none or root is missing), each the caller's to free. */
-static int root_children(zkl_client_t *c, const char *root, char ***names,
-                         size_t *n) {
+/* root's children, sorted, after a sync, read on s: *names (n of them,
+ * NULL when none or root is missing), each the caller's to free. */
+static int children_on(zkl_client_t *c, zkl__session_t *s, const char *root,
+                       char ***names, size_t *n) {
   pthread_cond_t cv;
   zkl__call_t sy, ls, *ptrs[2] = {&sy, &ls};
-  zkl__session_t *s;
   int rc, i;
   *names = NULL;
   *n = 0;
   if (zkl__cond_init(&cv) != ZKL_OK)
     return ZKL_ESYSTEM;
-  pthread_mutex_lock(&c->mu);
-  s = zkl__session_get(c);
-  pthread_mutex_unlock(&c->mu);
   zkl__call_init(&sy, c, &cv);
   zkl__call_init(&ls, c, &cv);
-  zkl__sync(&sy, s, root); /* as zkl__queue_list: every earlier write */
+  zkl__sync(&sy, s, root); /* as list_on(): every earlier write */
   zkl__children(&ls, s, root);
   pthread_mutex_lock(&c->mu);
   zkl__call_wait(ptrs, 2);
@@ -277,10 +319,24 @@ static int root_children(zkl_client_t *c, const char *root, char ***names,
   if (rc == ZOK && *n > 1)
     qsort(*names, *n, sizeof **names, by_name);
   zkl__call_free(&ls);
-  pthread_mutex_lock(&c->mu);
-  zkl__session_put(c, s);
-  pthread_mutex_unlock(&c->mu);
   pthread_cond_destroy(&cv);
+  if (rc != ZOK) {
+    while (*n > 0)
+      free((*names)[--*n]);
+    free(*names);
+    *names = NULL;
+  }
+  return rc;
+}
+
+static int root_children(zkl_client_t *c, const char *root, char ***names,
+                         size_t *n) {
+  reader_t r = {NULL, 0, 0};
+  int rc;
+  do {
+    reader_take(c, &r);
+    rc = children_on(c, r.s, root, names, n);
+  } while (reader_again(c, &r, &rc));
   return rc;
 }
 

@@ -177,6 +177,9 @@ static void settle(zkl__acq_t *a, int rc) {
   zkl__join_t *j = join_of(a);
   zkl__join_txn_t *t = &j->w->t;
   int reaped = rc == ZNONODE && t->tx.rc == ZNONODE;
+  /* the session is over: its nodes went with it (or, refused on a dead
+   * handle with ZINVALIDSTATE, were never sent), and the next one joins */
+  int over = zkl__is_session_error(rc);
   size_t i;
   if (rc == ZOK) {
     for (i = 0; i < j->n; i++)
@@ -184,7 +187,7 @@ static void settle(zkl__acq_t *a, int rc) {
     j->deep = 0;
   }
   if (rc == ZOK ||
-      (!zkl__is_conn_error(rc) && rc != ZNONODE && rc != ZSESSIONEXPIRED)) {
+      (!zkl__is_conn_error(rc) && rc != ZNONODE && !over)) {
     hand_back(a, rc);
     return;
   }
@@ -195,7 +198,7 @@ static void settle(zkl__acq_t *a, int rc) {
   for (i = 0; i < j->n; i++) {
     if (reaped)
       j->q[i]->dir_seen = 0; /* a parent was reaped: make them again */
-    if (t->tx.rc != ZNONODE && t->tx.rc != ZSESSIONEXPIRED)
+    if (t->tx.rc != ZNONODE && !zkl__is_session_error(t->tx.rc))
       zkl__defer_find_delete(j->c, t->s, j->q[i]->dir, t->guid);
   }
   if (reaped)

@@ -29,8 +29,13 @@
 
 #include "internal.h"
 
-/* How many times the set starts over (sessions expiring, parents reaped,
- * answers lost) before the acquire gives up with the last reason. */
+/* How many times the set starts over at once (sessions
+ * expiring, parents reaped, answers lost, its nodes deleted by someone);
+ * each start-over after these first pauses as a set that gave way does,
+ * so that trouble that keeps coming costs round trips at a bounded rate.
+ * The acquire never gives up on it: only its deadline, a cancel, the
+ * client's end or an error that retrying cannot fix end it, as a
+ * mutex's. */
 #define AGAIN_MAX 8
 
 /* A set holding some members while it waits for others looks behind the
@@ -99,36 +104,41 @@ static void conductor_done(zkl__acq_t *none, int rc, void *ctx) {
 
 /* ---- an attempt's end ---------------------------------------------------- */
 
+/* The next attempt after a pause that grows with n (the times the set
+ * gave way, or started over beyond AGAIN_MAX), at random within it, so
+ * that those it gave way to go first and two sets that keep meeting
+ * part; never past the deadline. */
+static void pause_then_again(zkl__acq_t *a, unsigned n) {
+  zkl__join_t *j = join_of(a);
+  unsigned shift = n < 6 ? n : 6;
+  int64_t pause = (int64_t)BACKOFF_MS << shift;
+  if (pause > BACKOFF_MAX_MS)
+    pause = BACKOFF_MAX_MS;
+  j->pause = zkl_now_ms() + pause + jitter((unsigned)pause);
+  if (j->until >= 0 && j->pause > j->until)
+    j->pause = j->until;
+  a->run->next = step_back_off;
+}
+
 /* The attempt ended with rc (its members released): the acquire ends, or
- * joins again (ZKL__AGAIN, at most AGAIN_MAX times; YIELDED after a
- * pause, as often as the deadline allows). */
+ * joins again (ZKL__AGAIN: at once AGAIN_MAX times, then each after
+ * a pause; YIELDED after a pause, as often as the deadline allows). */
 static void attempt_end(zkl__acq_t *a, int rc) {
   zkl__join_t *j = join_of(a);
   if (rc == ZKL_OK)
     j->token = j->w->t.czxid;
   zkl__join_txn_free(&j->w->t);
   if (rc == YIELDED) {
-    /* a pause that grows with each time it gave way, at random within
-     * it, so that those it gave way to go first and two sets that keep
-     * meeting part */
-    unsigned shift = j->yields < 6 ? j->yields : 6;
-    int64_t pause = (int64_t)BACKOFF_MS << shift;
-    if (pause > BACKOFF_MAX_MS)
-      pause = BACKOFF_MAX_MS;
-    j->pause = zkl_now_ms() + pause + jitter((unsigned)pause);
-    if (j->until >= 0 && j->pause > j->until)
-      j->pause = j->until;
-    j->yields++;
-    a->run->next = step_back_off;
+    pause_then_again(a, j->yields++);
     return;
   }
   if (rc == ZKL__AGAIN &&
       (rc = zkl__join_halted(j, j->first ? -1 : j->until)) == ZKL_OK) {
-    if (++j->tries < AGAIN_MAX) {
+    if (++j->tries < AGAIN_MAX)
       a->run->next = step_once;
-      return;
-    }
-    rc = ZSESSIONEXPIRED; /* starting over kept failing */
+    else
+      pause_then_again(a, (unsigned)(j->tries - AGAIN_MAX));
+    return;
   }
   zkl__finish(a, rc);
 }
@@ -364,8 +374,9 @@ static void step_back_off(zkl__acq_t *a) {
     zkl__park(a, step_back_off, j->pause);
     return;
   }
-  zkl__post_log(j->c, ZKL_LOG_DEBUG, "multi-lock gave way (%u times)",
-                j->yields);
+  zkl__post_log(j->c, ZKL_LOG_DEBUG,
+                "multi-lock joins again (gave way %u times, started over %u)",
+                j->yields, (unsigned)j->tries);
   if (rc != ZKL_OK)
     zkl__finish(a, rc);
   else

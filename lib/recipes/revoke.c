@@ -43,7 +43,7 @@ static int request(revoker_t *v, int op, const char *path, const char *data,
     zkl__call_t *ptrs[1] = {call};
     zkl__session_t *s;
     uint64_t epoch;
-    int rc, wrc = ZKL_OK;
+    int rc, again, wrc = ZKL_OK;
     pthread_mutex_lock(&c->mu);
     if (c->stopping) {
       pthread_mutex_unlock(&c->mu);
@@ -70,11 +70,14 @@ static int request(revoker_t *v, int op, const char *path, const char *data,
     pthread_mutex_lock(&c->mu);
     zkl__call_wait(ptrs, 1);
     rc = call->rc;
-    if (zkl__is_conn_error(rc) || rc == ZSESSIONEXPIRED)
+    /* a session error (ZINVALIDSTATE too: the handle died under the
+     * call) waits for the next session, as a lost connection does */
+    again = zkl__is_conn_error(rc) || zkl__is_session_error(rc);
+    if (again)
       wrc = zkl__wait_usable(c, s, epoch, until);
     zkl__session_put(c, s);
     pthread_mutex_unlock(&c->mu);
-    if (!(zkl__is_conn_error(rc) || rc == ZSESSIONEXPIRED))
+    if (!again)
       return rc;
     if (wrc != ZKL_OK)
       return wrc == ZKL_ETIMEDOUT ? rc : wrc;
