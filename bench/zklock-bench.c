@@ -353,6 +353,11 @@ static void servers_init(void) {
   server_pids();
 }
 
+/* zkl_client_stats()'s request kinds, in the order of its requests[]. */
+static const char *const req_kind[ZKL_STATS_REQ_KINDS] = {
+    "create", "delete", "get_data", "exists", "get_children",
+    "set_data", "sync", "multi", "check"};
+
 /* The shared client's counters (zkl_client_stats()) since it was made,
  * on every line: cumulative over the workloads run so far on it. */
 static zkl_client_t *stats_client;
@@ -361,10 +366,6 @@ static void stats_keys(void) {
   static const char *const outcome[ZKL_STATS_OUTCOMES] = {
       "stats_acquires_ok", "stats_acquires_timedout",
       "stats_acquires_cancelled", "stats_acquires_error"};
-  static const char *const kind[ZKL_STATS_REQ_KINDS] = {
-      "stats_req_create", "stats_req_delete", "stats_req_get_data",
-      "stats_req_exists", "stats_req_get_children", "stats_req_set_data",
-      "stats_req_sync", "stats_req_multi", "stats_req_check"};
   zkl_client_stats_t st = {.size = sizeof st};
   int i, j;
   if (!stats_client || zkl_client_stats(stats_client, &st) != ZKL_OK)
@@ -383,8 +384,11 @@ static void stats_keys(void) {
   key_int("stats_sessions_expired", (long long)st.sessions_expired);
   key_int("stats_reconnections", (long long)st.reconnections);
   for (i = 0; i < ZKL_STATS_REQ_KINDS; i++)
-    if (kind[i])
-      key_int(kind[i], (long long)st.requests[i]);
+    if (req_kind[i]) {
+      char k[64];
+      snprintf(k, sizeof k, "stats_req_%s", req_kind[i]);
+      key_int(k, (long long)st.requests[i]);
+    }
   key_int("stats_transactions", (long long)st.transactions);
   key_int("stats_transaction_ops", (long long)st.transaction_ops);
   key_int("stats_wait_count", (long long)st.wait.count);
@@ -484,24 +488,32 @@ typedef struct {
   struct rusage ru0, ru1;
   long long tk0[MAXSRV], tk1[MAXSRV];
   uint64_t req[2], txn[2], ops[2]; /* before, after */
+  uint64_t kind[2][ZKL_STATS_REQ_KINDS]; /* req, by kind */
+  uint64_t handoffs[2], contended[2];
   int conn[MAXSRV];                /* our TCP connections to each server */
   int started, stopped;
   int states; /* the servers' states were read since the span stopped */
 } span_t;
 
-static void span_counters(const span_t *s, int i, uint64_t *req, uint64_t *txn,
+static void span_counters(span_t *s, int i, uint64_t *req, uint64_t *txn,
                           uint64_t *ops) {
   zkl_client_t *const *cl = s->cl ? s->cl : &stats_client;
   int n = s->cl ? s->ncl : 1, j, k;
   req[i] = txn[i] = ops[i] = 0;
+  memset(s->kind[i], 0, sizeof s->kind[i]);
+  s->handoffs[i] = s->contended[i] = 0;
   for (j = 0; j < n; j++) {
     zkl_client_stats_t st = {.size = sizeof st};
     if (!cl[j] || zkl_client_stats(cl[j], &st) != ZKL_OK)
       continue;
-    for (k = 0; k < ZKL_STATS_REQ_KINDS; k++)
+    for (k = 0; k < ZKL_STATS_REQ_KINDS; k++) {
       req[i] += st.requests[k];
+      s->kind[i][k] += st.requests[k];
+    }
     txn[i] += st.transactions;
     ops[i] += st.transaction_ops;
+    s->handoffs[i] += st.handoffs;
+    s->contended[i] += st.contended;
   }
 }
 
@@ -624,6 +636,7 @@ static double server_keys(const span_t *s, long cycles) {
 static void client_keys(const span_t *s, long cycles) {
   uint64_t dtxn = s->txn[1] - s->txn[0];
   char of[64];
+  int k;
   if (s->ncl < 0)
     return;
   key_num("txn_per_cycle", r3((double)dtxn / (double)cycles));
@@ -633,6 +646,16 @@ static void client_keys(const span_t *s, long cycles) {
     key_null("ops_per_txn");
   key_num("requests_per_cycle_client",
           r3((double)(s->req[1] - s->req[0]) / (double)cycles));
+  key_obj("requests_per_cycle_client_by_kind");
+  for (k = 0; k < ZKL_STATS_REQ_KINDS; k++)
+    if (req_kind[k] && s->kind[1][k] != s->kind[0][k])
+      key_num(req_kind[k],
+              r3((double)(s->kind[1][k] - s->kind[0][k]) / (double)cycles));
+  put("}");
+  key_num("contended_per_cycle",
+          r3((double)(s->contended[1] - s->contended[0]) / (double)cycles));
+  key_num("handoffs_per_cycle",
+          r3((double)(s->handoffs[1] - s->handoffs[0]) / (double)cycles));
   if (s->cl)
     snprintf(of, sizeof of, "the workload's %d clients, summed", s->ncl);
   key_str("client_counters_of", s->cl ? of : "the shared client");
