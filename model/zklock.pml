@@ -29,6 +29,10 @@
  *            releases; zkl__may_insert_below() guards the hand-off
  *   LIVE     the liveness claim instead of the end-state checks
  *            (run pan with -a -f)
+ *   NO_HANDOFF  no zero-read hand-off: every wake lists again, as
+ *            Curator's waiter does (with BUG_NO_OWN_READ: Curator's
+ *            waiter; the listing alone cannot tell our node from one
+ *            put at its name)
  * Guards removed (model/README.md, "Mutants"):
  *   BUG_NO_SOLE        hand-off although the deleted predecessor was
  *                      not the only node before us
@@ -44,6 +48,10 @@
  *                      below us (zkl__may_insert_below ignored)
  *   BUG_RW_NEAREST_ONLY  a reader counts only the nearest writer before
  *                      it: the hand-off when that one goes
+ *   BUG_NO_OWN_READ    a waiter asks nothing of its own node, as
+ *                      Curator's does: no own-node watch while it waits,
+ *                      and confirm_owner() trusts the listing (issue 35,
+ *                      item 3: the request a contended cycle keeps)
  * Defects found by the model, as the code was before their fixes
  * (model/README.md, "Findings"):
  *   BUG_F1   a judged unlock trusts a delete whose read did not answer
@@ -204,6 +212,13 @@ bit  nver[K];            /* its data version: 1 for a node made with its
                           * parent (batch.c: a first born's setData, with
                           * LEAN0), 0 for any plain create (the hostile's) */
 bit  nrogue[K];          /* deleted by the hostile session */
+/* Ghost: node k has been, at some instant, first: alive, with no live
+ * node of a contender's session before it that conflicts with it (a
+ * persistent node counts as none: the policy never waits behind one). A
+ * hold begins only on a node that has been first (hold_begins()); one
+ * that is gone before it was first gives a holder that never held. */
+bit  nfirst[K];
+byte fk, fm;             /* first_scan()'s scratch, 0 outside it */
 bit  salive[NS];         /* sessions not expired */
 bit  conn[N];            /* client i's session has a connection */
 byte dgen[N];            /* connection drops of client i so far */
@@ -308,6 +323,33 @@ inline lookup(n, out) {
 
 /* Delete slot d: the one-shot watches on it fire; each event joins its
  * session's FIFO, so it comes before the reply to any later request. */
+/* nfirst[] after a create or a delete: only a delete can make a node
+ * first (a create comes after every live node but planted ones, which
+ * count as none), and the new node itself. */
+inline first_scan() {
+  d_step {
+    fk = 0;
+    do
+    :: fk < nslots ->
+       if
+       :: nalive[fk] && nown[fk] != 0 && !nfirst[fk] ->
+          fm = 0;
+          do
+          :: fm < nslots && (fm == fk || !nalive[fm] || nown[fm] == 0 ||
+                             !BEFORE(nname[fm], nname[fk]) || !CONFLICT(nname[fm], nname[fk])) -> fm++
+          :: fm < nslots && !(fm == fk || !nalive[fm] || nown[fm] == 0 ||
+                             !BEFORE(nname[fm], nname[fk]) || !CONFLICT(nname[fm], nname[fk])) -> break
+          :: fm >= nslots -> nfirst[fk] = 1; break
+          od
+       :: else
+       fi;
+       fk++
+    :: else -> break
+    od;
+    fk = 0; fm = 0
+  }
+}
+
 inline delete_slot(d) {
   nalive[d] = 0;
   if :: nown[d] != 0 -> nlive-- :: else fi;
@@ -324,7 +366,8 @@ inline delete_slot(d) {
      fi;
      j++
   :: else -> break
-  od
+  od;
+  first_scan()
 }
 
 inline new_slot(n, owner) {
@@ -334,7 +377,8 @@ inline new_slot(n, owner) {
   nname[nslots] = n;
   nown[nslots] = owner;
   if :: owner != 0 -> nlive++ :: else fi;
-  nslots++
+  nslots++;
+  first_scan()
 }
 
 /* The server expires session x: its ephemeral nodes go. */
@@ -1150,7 +1194,11 @@ inline position() {
  * unless the listing came with our create, or our own watch vouches */
 inline confirm_owner(fr) {
   if
+#ifdef BUG_NO_OWN_READ
+  :: true -> res = HOLD
+#else
   :: fr || own_watch == OWN_OK -> res = HOLD
+#endif
   :: else ->
      if
      :: asess == 0 || asess != csess || KNOWN_EXP(asess) -> res = RETRY
@@ -1182,10 +1230,12 @@ inline wait_pred() {
   :: else ->
      watch_path = pred; pred_gone = 0; woke = 0;
      s = asess;
+#ifndef BUG_NO_OWN_READ
      if
      :: own_watch == OWN_NONE -> atomic { watch_own(s) }
      :: else
      fi;
+#endif
      atomic {
        left[i] = 1;
        pre(s, 0); if :: APPLIED -> zk_stat(pred, 1) :: else fi; post(R_GETPRED, s, 0, pred)
@@ -1232,6 +1282,8 @@ inline wait_pred() {
            :: pred_gone && epoch == ep && cst == C_CONNECTED -> res = HOLD
 #elif defined(BUG_NO_EPOCH)
            :: pred_gone && sole -> res = HOLD
+#elif defined(NO_HANDOFF)
+           :: false -> res = HOLD    /* every wake lists again, as Curator's */
 #else
            :: pred_gone && sole && epoch == ep && cst == C_CONNECTED -> res = HOLD
 #endif
@@ -1429,6 +1481,10 @@ inline queue_acquire() {
      incs[i] = 1;
      printf("MSC: %d holds %d\n", i, apath);
      check_exclusion();
+     /* and it begins on a node that has been first: a node deleted (or
+      * replaced) before that never held. After check_exclusion(), so that
+      * a second holder is told as such. */
+     assert(aczx != 0 && nfirst[aczx - 1]);
      s = 0; ep = 0; ep2 = 0; have_list = 0; fresh = 0
   :: else ->
      printf("MSC: %d gives up: %d\n", i, rc);

@@ -45,6 +45,7 @@ cc=${MODEL_CC:-cc}
 kind_re() {
   case $1 in
   excl) echo 'assertion violated.*(incs\[j\]|peer_holds|holders\[|lholders|held\[\(1-c\)\])' ;; # two holders (semaphore: more than N, or two N)
+  first) echo 'assertion violated.*nfirst' ;;        # a hold begun on a node that was never first
   unlock) echo 'assertion violated.*judged' ;;       # unlock said OK for a node not ours
   orphan) echo 'assertion violated.*(salive\[nown|!\(left\))' ;; # a node left behind
   stuck) echo 'assertion violated \(+fin==' ;;        # nothing can move, someone not done
@@ -118,7 +119,7 @@ mutant-no-lowers|excl|-DPEER -DBUG_NO_LOWERS -DCONN=0 -DGIVEUP=0|$SAFE|-DSAFETY
 mutant-no-sole|excl|-DBUG_NO_SOLE -DN=3 -DCONN=0 -DGIVEUP=1|$SAFE|-DSAFETY
 safety-stale-server|none|-DSTALE_SERVER -DCONN=1 -DGIVEUP=0|$SAFE|-DSAFETY
 mutant-no-epoch|excl|-DBUG_NO_EPOCH -DSTALE_SERVER -DCONN=1 -DGIVEUP=0|$SAFE|-DSAFETY
-mutant-no-owner|excl+foreign|-DBUG_NO_OWNER -DCONN=1 -DGIVEUP=0 -DROGUE=1 -DRPLANT=0 -DRDELETE=0 -DRDURING|$SAFE|-DSAFETY
+mutant-no-owner|excl+foreign+first|-DBUG_NO_OWNER -DCONN=1 -DGIVEUP=0 -DROGUE=1 -DRPLANT=0 -DRDELETE=0 -DRDURING|$SAFE|-DSAFETY
 mutant-wait-planted|cycle|-DBUG_WAIT_PLANTED -DLIVE -DCONN=0 -DGIVEUP=1 -DROGUE=1 -DRDELETE=0 -DRREPLACE=0|$LIVE|-DNFAIR=3
 mutant-f2-listing|orphan|-DBUG_F2_LISTING -DCONN=1 -DGIVEUP=0|$SAFE|-DSAFETY
 mutant-f1-unlock|unlock|-DBUG_F1 -DCONN=1 -DGIVEUP=0 -DROGUE=1 -DRPLANT=0 -DRDELETE=0|$SAFE|-DSAFETY
@@ -132,6 +133,9 @@ mutant-lean0-any|excl|-DLEAN0 -DBUG_LEAN_ANY -DCONN=0 -DGIVEUP=0|$SAFE|-DSAFETY
 mutant-lean0-peer|excl|-DLEAN0 -DBUG_LEAN_ANY -DPEER -DCONN=0 -DGIVEUP=0|$SAFE|-DSAFETY
 mutant-lean0-guard-any-version|foreign+unlock|-DLEAN0 -DBUG_GUARD_ANY_VERSION -DCONN=0 -DGIVEUP=0 -DROGUE=1 -DRPLANT=0 -DRDELETE=0|$SAFE|-DSAFETY
 mutant-lean-unlock|unlock|-DBUG_LEAN_UNLOCK -DCONN=0 -DGIVEUP=0 -DROGUE=1 -DRPLANT=0 -DRDELETE=0|$SAFE|-DSAFETY
+mutant-no-own-read|first|-DBUG_NO_OWN_READ -DCONN=0 -DGIVEUP=0 -DROGUE=1 -DRPLANT=0|$SAFE|-DSAFETY
+safety-hostile-relist|none|-DNO_HANDOFF -DCONN=0 -DGIVEUP=0 -DROGUE=1 -DRPLANT=0 -DRDELETE=0|$SAFE|-DSAFETY
+mutant-no-own-read-relist|first|-DBUG_NO_OWN_READ -DNO_HANDOFF -DCONN=0 -DGIVEUP=0 -DROGUE=1 -DRPLANT=0 -DRDELETE=0|$SAFE|-DSAFETY
 ml-nested|none|-DMULTIS=1 -DNESTED=2 -DMCYCLES=2 -DNCYCLES=2 -DGIVEUP=1 -DROGUE=1|$SAFE|-DSAFETY|$ML
 ml-two-sets|none|-DMULTIS=2 -DNESTED=2 -DMCYCLES=2 -DNCYCLES=2 -DGIVEUP=1|$SAFE|-DSAFETY|$ML
 ml-progress|none|-DMULTIS=2 -DNESTED=2 -DMCYCLES=2 -DNCYCLES=2 -DGIVEUP=1|$NPROG|-DNP|$ML
