@@ -85,8 +85,8 @@ bool kfired[2];  /* it fired: the event waits in c's session */
 
 /* the clients, as the asserts see them */
 #define S_CREATE 0 /* step_create */
-#define S_READ 1   /* step_read: NODEEXISTS, or the reply was lost */
-#define S_WAIT 2   /* step_wait_eval, parked */
+#define S_READ 1   /* step_node_read: NODEEXISTS, or the reply was lost */
+#define S_WAIT 2   /* step_node_watched, parked */
 #define S_TOKEN 3  /* BUG_TOKEN_LATER: created, token not yet read */
 #define S_HOLD 4   /* held: the critical section */
 #define S_DONE 6
@@ -203,7 +203,7 @@ proctype client(byte c) {
        :: else -> end_cycle() /* no node: the acquisition fails */
        fi }
 #endif
-  /* step_read / step_read_done / read_found (after a lost reply, behind
+  /* step_node_read / step_node_read_done / read_found (after a lost reply, behind
    * a sync; its watch is set whatever it finds) */
   :: atomic { st[c] == S_READ ->
        if
@@ -217,7 +217,7 @@ proctype client(byte c) {
           st[c] = S_WAIT;
           printf("MSC: C%d reads K (owner %d): waits\n", c, kown)
        fi }
-  /* step_wait_eval: the watch fired (K deleted): create again */
+  /* step_node_watched: the watch fired (K deleted): create again */
   :: atomic { st[c] == S_WAIT && kfired[c] -> kfired[c] = 0; st[c] = S_CREATE }
   /* the unlock: send_guarded()'s transaction, [setData(K, version 1),
    * delete(K)], all or nothing. ZNONODE (gone), ZNOAUTH (someone else's

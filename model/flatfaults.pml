@@ -126,8 +126,8 @@
 #define P_START 0     /* zkl_mutex_lock(), or done */
 #define P_CREATE 1    /* step_create, step_created */
 #define P_LEARN 2     /* BUG_TOKEN_OTHER: learn_stat()'s exists */
-#define P_READ 3      /* step_read, step_read_done, read_found */
-#define P_WAIT 4      /* wait_begin .. step_wait_eval */
+#define P_READ 3      /* step_node_read, step_node_read_done, read_found */
+#define P_WAIT 4      /* wait_begin .. step_node_watched */
 #define P_HELD 5      /* a hold begins (the progress label) */
 #define P_CS 6        /* the critical section, then the unlock's guarded
                        * delete */
@@ -341,13 +341,13 @@ end:
   :: atomic { pc[i] == P_READ && fgive < GIVEUP ->
        fgive++; printf("MSC: %d is cancelled\n", i); flat_end() }
   :: atomic { pc[i] == P_READ ->
-       /* step_read: getData with a watch (behind a sync when unsure: one
+       /* step_node_read: getData with a watch (behind a sync when unsure: one
         * server here, so it sees our create anyway) */
        ev[i] = 0;
        fate(0);
        if
        :: !salive[s] -> restart()
-       :: salive[s] && f == 2 -> skip  /* read_reconnected: again */
+       :: salive[s] && f == 2 -> skip  /* node_read_reconnected: again */
        :: salive[s] && f == 0 && nz == 0 -> pc[i] = P_CREATE  /* released */
        :: salive[s] && f == 0 && nz != 0 ->
 #ifndef BUG_NO_WATCH
@@ -362,7 +362,7 @@ end:
           fi
        fi;
        f = 0 }
-  /* step_wait_eval: our watch fired (deleted: create again), the session
+  /* step_node_watched: our watch fired (deleted: create again), the session
    * ended (step_restart), or a cancel */
   :: atomic { pc[i] == P_WAIT && ev[i] -> ev[i] = 0; pc[i] = P_CREATE }
   :: atomic { pc[i] == P_WAIT && !salive[s] -> restart() }

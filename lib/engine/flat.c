@@ -44,9 +44,9 @@ static void step_restart(zkl__acq_t *a);
 static void step_claim(zkl__acq_t *a);
 static void step_create(zkl__acq_t *a);
 static void step_created(zkl__acq_t *a);
-static void step_read(zkl__acq_t *a);
-static void step_read_done(zkl__acq_t *a);
-static void step_wait_eval(zkl__acq_t *a);
+static void step_node_read(zkl__acq_t *a);
+static void step_node_read_done(zkl__acq_t *a);
+static void step_node_watched(zkl__acq_t *a);
 
 /* ---- the run's end, and its new passes ----------------------------------- */
 
@@ -194,7 +194,7 @@ static void unsure_reconnected(zkl__acq_t *a, int rc) {
   } else if (rc != ZKL_OK) {
     flat_end(a, rc);
   } else {
-    r->next = step_read;
+    r->next = step_node_read;
   }
 }
 
@@ -211,7 +211,7 @@ static void step_created(zkl__acq_t *a) {
   if (rc == ZNODEEXISTS && r->mode == ZKL__TRY && !r->unsure) {
     flat_end(a, ZKL_EBUSY); /* one create, and nobody's to adopt */
   } else if (rc == ZNODEEXISTS) {
-    r->next = step_read;
+    r->next = step_node_read;
   } else if (rc == ZNONODE) {
     make_parents(a);
   } else if (zkl__is_conn_error(rc) || rc == ZKL_ENOMEM) {
@@ -227,19 +227,19 @@ static void step_created(zkl__acq_t *a) {
 
 /* ---- whose node it is ---------------------------------------------------- */
 
-static void read_reconnected(zkl__acq_t *a, int rc) {
+static void node_read_reconnected(zkl__acq_t *a, int rc) {
   if (rc == ZKL_OK && a->q->c->sess != a->run->s)
     unsure_reconnected(a, rc); /* a new session: start over */
   else if (rc != ZKL_OK)
     flat_end(a, rc);
   else
-    a->run->next = step_read;
+    a->run->next = step_node_read;
 }
 
 /* Reads the node, with a watch unless it is a try, and lets the answer
  * decide. After a lost create the read goes behind a sync: our server
  * has then applied whatever the leader committed, our create included. */
-static void step_read(zkl__acq_t *a) {
+static void step_node_read(zkl__acq_t *a) {
   zkl__run_t *r = a->run;
   zkl_client_t *c = a->q->c;
   int rc = zkl__stopped(r);
@@ -248,7 +248,7 @@ static void step_read(zkl__acq_t *a) {
     return;
   }
   if (c->state != ZKL_CLIENT_CONNECTED) { /* as acquire.c's step_list */
-    zkl__await_conn(a, r->s, c->conn_epoch, read_reconnected);
+    zkl__await_conn(a, r->s, c->conn_epoch, node_read_reconnected);
     return;
   }
   r->repoch = c->conn_epoch;
@@ -259,7 +259,7 @@ static void step_read(zkl__acq_t *a) {
   }
   zkl__sent(a, &r->aux,
             zkl__get(&r->aux, r->s, a->q->dir, r->mode != ZKL__TRY));
-  r->next = step_read_done;
+  r->next = step_node_read_done;
 }
 
 /* Someone else's node, ephemeral: wait for our watch on it (set by the
@@ -281,10 +281,10 @@ static void wait_begin(zkl__acq_t *a) {
   zkl__went_add(c, &r->went[0], r->w.paths[0], a, 0);
   a->sess = r->s; /* no node of ours: the waiter's session, for events */
   r->s->refs++;
-  r->next = step_wait_eval;
+  r->next = step_node_watched;
 }
 
-static void wait_end(zkl__acq_t *a) {
+static void node_wait_end(zkl__acq_t *a) {
   zkl__run_t *r = a->run;
   zkl_client_t *c = a->q->c;
   zkl__went_del(c, &r->went[0]);
@@ -324,7 +324,7 @@ static void read_found(zkl__acq_t *a, const zkl__call_t *g) {
   }
 }
 
-static void step_read_done(zkl__acq_t *a) {
+static void step_node_read_done(zkl__acq_t *a) {
   zkl__run_t *r = a->run;
   zkl__call_t *g = &r->aux;
   int rc = g->rc;
@@ -334,7 +334,7 @@ static void step_read_done(zkl__acq_t *a) {
   else if (rc == ZNONODE) /* released meanwhile: create again at once */
     r->next = step_create;
   else if (zkl__is_conn_error(rc))
-    zkl__await_conn(a, r->s, r->repoch, read_reconnected);
+    zkl__await_conn(a, r->s, r->repoch, node_read_reconnected);
   else if (zkl__is_session_error(rc))
     zkl__await_conn(a, r->s, r->repoch, restart_reconnected);
   else
@@ -350,16 +350,16 @@ static void step_read_done(zkl__acq_t *a) {
  * change is most often the release itself, and a create, one op in a
  * transaction, costs less than the read a change would otherwise ask;
  * a node still there answers ZNODEEXISTS, and is read as before. */
-static void step_wait_eval(zkl__acq_t *a) {
+static void step_node_watched(zkl__acq_t *a) {
   zkl__run_t *r = a->run;
   int rc = zkl__stopped(r);
   unsigned char f = r->wflags[0];
   if (rc == ZKL_OK && !a->session_lost &&
       !(f & (ZKL__W_GONE | ZKL__W_CHANGED))) {
-    zkl__park(a, step_wait_eval, r->deadline);
+    zkl__park(a, step_node_watched, r->deadline);
     return;
   }
-  wait_end(a);
+  node_wait_end(a);
   if (rc != ZKL_OK)
     flat_end(a, rc);
   else if (a->session_lost)

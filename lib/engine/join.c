@@ -173,7 +173,7 @@ static void hand_back(zkl__acq_t *a, int rc) {
  * from now on; ZKL__AGAIN, join again (whatever may stand is deleted, and
  * the parents made first if one was reaped), once the connection is up
  * if it was lost; or why not. */
-static void settle(zkl__acq_t *a, int rc) {
+static void join_settle(zkl__acq_t *a, int rc) {
   zkl__join_t *j = join_of(a);
   zkl__join_txn_t *t = &j->w->t;
   int reaped = rc == ZNONODE && t->tx.rc == ZNONODE;
@@ -239,7 +239,7 @@ static void step_answered(zkl__acq_t *a) {
     if (t->mk[i].done && t->mk[i].rc == ZOK)
       j->q[i]->dir_made = t->mk[i].stat.czxid;
   if (t->tx.rc != ZOK) {
-    settle(a, t->tx.rc);
+    join_settle(a, t->tx.rc);
     return;
   }
   zkl__prep(a, &t->st);
@@ -254,7 +254,7 @@ static void step_czxid(zkl__acq_t *a) {
   if (rc == ZOK && !zkl__node_made_by(t->s, &t->st.stat))
     rc = ZNONODE; /* not ours: someone replaced it at once */
   t->czxid = t->st.stat.czxid;
-  settle(a, rc);
+  join_settle(a, rc);
 }
 
 void zkl__join_send(zkl__acq_t *a, void (*then)(zkl__acq_t *a, int rc)) {

@@ -206,9 +206,9 @@ static void members_ended(zkl__acq_t *a, int rc) {
     members_release(a, rc);
 }
 
-/* The reads step_listed() sent: a node behind that is ephemeral is
+/* The reads step_behind_listed() sent: a node behind that is ephemeral is
  * someone waiting; then the set gives way, if it still waits. */
-static void step_read(zkl__acq_t *a) {
+static void step_behind_read(zkl__acq_t *a) {
   zkl__join_t *j = join_of(a);
   struct zkl__join_calls *w = j->w;
   int k, found = 0;
@@ -252,7 +252,7 @@ static void read_behind(zkl__acq_t *a, zkl__call_t *ls, size_t i) {
 }
 
 /* The listings of the held members' queues are in. */
-static void step_listed(zkl__acq_t *a) {
+static void step_behind_listed(zkl__acq_t *a) {
   zkl__join_t *j = join_of(a);
   size_t i;
   j->w->nr = 0;
@@ -261,11 +261,11 @@ static void step_listed(zkl__acq_t *a) {
       read_behind(a, &j->w->aux[i], j->w->held[i]);
     zkl__call_free(&j->w->aux[i]);
   }
-  a->run->next = step_read;
+  a->run->next = step_behind_read;
 }
 
 /* Whether someone other than a multi-lock waits behind a member the set
- * holds: lists those queues (step_listed, step_read follow). Such a one
+ * holds: lists those queues (step_behind_listed, step_behind_read follow). Such a one
  * may hold, or be about to take, a lock the set waits for: a nested
  * locker in one fixed order, or a sequential multi-lock (Curator's) that
  * holds its first lock while it waits for its second. Kept, the set's
@@ -290,7 +290,7 @@ static void look_behind(zkl__acq_t *a) {
       zkl__prep(a, ls);
       zkl__sent(a, ls, zkl__children(ls, s, j->q[i]->dir));
     }
-  a->run->next = step_listed;
+  a->run->next = step_behind_listed;
 }
 
 /* Waits for every member run to end. While the set holds some members
