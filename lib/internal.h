@@ -11,6 +11,7 @@
 #define ZKLOCK_INTERNAL_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>

@@ -765,6 +765,83 @@ static void test_digest(void) {
   CHECK_STR(a.acl_id + 4 + 32 + 1, b64);
 }
 
+
+/* The client's timer heap (base/timer.c): against a plain array, under
+ * random arms, re-arms and stops, every fire comes in due order, exactly
+ * the timers due, and the next due time is the earliest left; a fire may
+ * re-arm itself and stop another. */
+#define NT 2000
+static zkl__timer_t tms[NT];
+static int64_t want[NT]; /* the due time armed, 0: not armed */
+static int fired[NT], nfired;
+static struct zkl_client *tc;
+
+static void on_fire(zkl__timer_t *t) {
+  int i = (int)(t - tms);
+  CHECK(want[i] != 0);
+  CHECK(!t->armed);
+  want[i] = 0;
+  fired[nfired++] = i;
+  /* every 7th re-arms itself for later; every 11th stops its neighbour */
+  if (i % 7 == 0 && t->due < 1000000) {
+    want[i] = t->due + 1000000;
+    zkl__timer_set(tc, t, want[i], on_fire);
+  }
+  if (i % 11 == 0 && i + 1 < NT) {
+    zkl__timer_stop(tc, &tms[i + 1]);
+    want[i + 1] = 0;
+  }
+}
+
+static void test_timers(void) {
+  int i, k, round, narmed, bad = 0;
+  int64_t now = 0, least, next;
+  tc = calloc(1, sizeof *tc);
+  CHECK(tc != NULL);
+  pthread_cond_init(&tc->cv, NULL);
+  srand(7);
+  for (round = 0; round < 40; round++) {
+    for (k = 0; k < NT / 2; k++) {
+      i = rand() % NT;
+      if (rand() % 4 == 0) {
+        zkl__timer_stop(tc, &tms[i]);
+        want[i] = 0;
+      } else {
+        want[i] = now + 1 + rand() % 5000;
+        zkl__timer_set(tc, &tms[i], want[i], on_fire);
+      }
+    }
+    now += 1 + rand() % 3000;
+    nfired = 0;
+    next = zkl__timers_fire(tc, now);
+    for (k = 1; k < nfired; k++) /* due order (a re-arm is later) */
+      if (tms[fired[k]].due % 1000000 < tms[fired[k - 1]].due % 1000000)
+        bad++;
+    least = 0;
+    narmed = 0;
+    for (i = 0; i < NT; i++) {
+      CHECK_INT(tms[i].armed, ==, want[i] != 0);
+      if (!want[i])
+        continue;
+      narmed++;
+      if (want[i] <= now)
+        bad++; /* due and not fired */
+      if (!least || want[i] < least)
+        least = want[i];
+    }
+    CHECK_INT((long)next, ==, (long)least);
+    CHECK_INT((long)tc->ntimers, ==, (long)narmed);
+  }
+  CHECK_INT(bad, ==, 0);
+  for (i = 0; i < NT; i++)
+    zkl__timer_stop(tc, &tms[i]);
+  CHECK(tc->timers == NULL);
+  CHECK_INT((long)tc->ntimers, ==, 0L);
+  CHECK_INT((long)zkl__timers_fire(tc, now + 10000000), ==, 0L);
+  pthread_cond_destroy(&tc->cv);
+  free(tc);
+}
+
 int main(void) {
   RUN(test_digest);
   RUN(test_seq_parse);
@@ -788,5 +865,6 @@ int main(void) {
   RUN(test_dir_data);
   RUN(test_deadline_ts);
   RUN(test_out_null_on_failure);
+  RUN(test_timers);
   return CHECK_DONE();
 }

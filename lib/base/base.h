@@ -211,6 +211,26 @@ ZKL__HIDDEN void zkl__wake(pthread_cond_t *cv, atomic_int *pin);
 ZKL__HIDDEN void zkl__wake_flush(void);
 ZKL__HIDDEN void zkl__wake_settle(atomic_int *pin);
 
+/* ---- timer.c: the client's timers, one heap (under c->mu) ----------------
+ * A timer lives inside what it is for, and a zeroed one is disarmed.
+ * zkl__timer_set arms it (again) at due, a zkl_now_ms() time, with its
+ * function, and wakes the event thread when it is the earliest;
+ * zkl__timer_stop disarms it (a no-op if it is not armed). The event
+ * thread's zkl__timers_fire calls fire(t) for each timer due at now,
+ * disarmed first, and returns the next due time (0: none). Whatever
+ * embeds an armed timer stops it before its memory goes. */
+typedef struct zkl__timer zkl__timer_t;
+struct zkl__timer {
+  int64_t due;
+  int armed;
+  zkl__timer_t *child, *sibling, *prev; /* prev: parent, or left sibling */
+  void (*fire)(zkl__timer_t *t);
+};
+ZKL__HIDDEN void zkl__timer_set(zkl_client_t *c, zkl__timer_t *t, int64_t due,
+                                void (*fire)(zkl__timer_t *));
+ZKL__HIDDEN void zkl__timer_stop(zkl_client_t *c, zkl__timer_t *t);
+ZKL__HIDDEN int64_t zkl__timers_fire(zkl_client_t *c, int64_t now);
+
 /* Registry of live handles, so that double destroy is detected instead of
  * touching freed memory. */
 ZKL__HIDDEN int zkl__handle_add(const void *h);
@@ -318,15 +338,15 @@ struct zkl_client {
   /* When the sleeping event thread wakes by itself (0: it is awake or
    * sleeps with no deadline); lets a new hold skip waking it. */
   int64_t ev_wake_at;
-  int64_t watch_next; /* no hold's watch_due is earlier (0: none) */
+  zkl__timer_t *timers; /* timer.c: the heap's root (NULL: none armed) */
+  size_t ntimers;
   int stopping;
   int need_session;
   int64_t session_retry_at; /* after a handle could not be made */
   struct zkl__event *evq_head, *evq_tail;
   /* Asynchronous acquisitions: runs ended, for the event thread to
-   * settle; when the earliest parked one is next due (0: none). */
+   * settle. */
   zkl__acq_t *ended;
-  int64_t timer_due;
   /* Asynchronous releases waiting for their session's fate (release.c) */
   struct zkl__rel *rels;
   struct zkl__pdel *pdel;

@@ -25,6 +25,8 @@ void zkl__acq_link(zkl_client_t *c, zkl__acq_t *a) {
 }
 
 void zkl__acq_unlink(zkl_client_t *c, zkl__acq_t *a) {
+  zkl__timer_stop(c, &a->watch_tm);
+  zkl__timer_stop(c, &a->wake_tm);
   if (a->prev)
     a->prev->next = a->next;
   else if (c->acqs == a)
@@ -327,7 +329,7 @@ static void connected(zkl_client_t *c, zkl__session_t *s) {
   zkl__acq_t *a;
   for (a = c->acqs; a; a = a->next)
     if (a->sess == s && is_hold(a) && a->path) {
-      a->watch_due = 0; /* the verification re-arms the watch */
+      zkl__timer_stop(c, &a->watch_tm); /* the verification re-arms it */
       zkl__watch_own(c, s, a);
     }
 }
@@ -352,40 +354,23 @@ void zkl__acqs_on_session(zkl_client_t *c, zkl__session_t *s,
   }
 }
 
+/* a->watch_tm's time came: watch the node of a hold that lasted. A
+ * client not connected now watches every hold once it is again
+ * (connected()), so nothing is lost by doing nothing here. */
+static void watch_due(zkl__timer_t *t) {
+  zkl__acq_t *a = (zkl__acq_t *)((char *)t - offsetof(zkl__acq_t, watch_tm));
+  zkl_client_t *c = a->q->c;
+  if (c->state != ZKL_CLIENT_CONNECTED || !is_hold(a) || !a->path ||
+      a->sess != c->sess)
+    return;
+  zkl__watch_own(c, a->sess, a);
+}
+
 void zkl__schedule_node_watch(zkl_client_t *c, zkl__acq_t *a) {
   if ((a->q->flags & ZKL__Q_NO_NODE_WATCH) || a->own_watch != ZKL__OWN_NONE)
     return; /* a waiter's watch on its own node carries over to the hold */
-  a->watch_due = zkl_now_ms() + ZKL__NODE_WATCH_DELAY_MS;
-  if (!c->watch_next || c->watch_next > a->watch_due)
-    c->watch_next = a->watch_due;
-  /* Waking the event thread on every acquire costs a context switch and a
-   * fight for c->mu per cycle; if it already sleeps until no later than
-   * this hold's due time, it will find the hold then. */
-  if (!c->ev_wake_at || c->ev_wake_at > a->watch_due)
-    pthread_cond_broadcast(&c->cv);
-}
-
-/* Event thread, under c->mu: watch the nodes of holds that have lasted
- * long enough; returns when the next one is due (0: none). */
-int64_t zkl__acqs_watch_due(zkl_client_t *c) {
-  int64_t now = zkl_now_ms(), next = 0;
-  zkl__acq_t *a;
-  if (c->state != ZKL_CLIENT_CONNECTED)
-    return 0; /* reconnection verifies and watches every hold */
-  /* thousands of acquisitions may be linked: walk them when one is due */
-  if (!c->watch_next || now < c->watch_next)
-    return c->watch_next;
-  for (a = c->acqs; a; a = a->next) {
-    if (!a->watch_due || !is_hold(a) || !a->path || a->sess != c->sess)
-      continue;
-    if (a->watch_due <= now) {
-      a->watch_due = 0;
-      zkl__watch_own(c, a->sess, a);
-    } else if (!next || a->watch_due < next) {
-      next = a->watch_due;
-    }
-  }
-  return c->watch_next = next;
+  zkl__timer_set(c, &a->watch_tm, zkl_now_ms() + ZKL__NODE_WATCH_DELAY_MS,
+                 watch_due);
 }
 
 /* An event on our own node: the watch is spent. Deleted: a hold is LOST

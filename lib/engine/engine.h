@@ -112,7 +112,10 @@ struct zkl__acq {
   _Atomic int state;     /* ZKL_STATE_*; NONE while waiting */
   unsigned depth;        /* owner thread only (or under c->mu) */
   uint64_t tid;          /* thread that holds or acquires */
-  int64_t watch_due;     /* when to watch our node (0: not wanted/sent) */
+  /* A hold's own-node watch, to be sent ZKL__NODE_WATCH_DELAY_MS after it
+   * began; a parked asynchronous run's time to look again (r->wake_at).
+   * Both in the client's heap while armed; unlinking stops them. */
+  zkl__timer_t watch_tm, wake_tm;
   zkl__acq_t *hnext;     /* recipe's list of holds (under c->mu) */
   /* The watch on our own node (ZKL__OWN_*, under c->mu). OK: its read
    * showed the node ours (our czxid, our session as owner), so any later
@@ -179,12 +182,10 @@ ZKL__HIDDEN void zkl__claim_drop(zkl_client_t *c, zkl__acq_t *a);
 #define ZKL__NODE_WATCH_DELAY_MS 100
 ZKL__HIDDEN void zkl__schedule_node_watch(zkl_client_t *c, zkl__acq_t *a);
 /* acq.c: what the session's changes mean for the acquisitions on session
- * s; the event thread's timed duties (zkl__acqs_watch_due returns when it
- * is next due, 0: never). Under c->mu. */
+ * s. Under c->mu. */
 ZKL__HIDDEN void zkl__acqs_on_session(zkl_client_t *c, zkl__session_t *s,
                                       enum zkl__sess_news what);
 ZKL__HIDDEN void zkl__acqs_expire_at_risk(zkl_client_t *c);
-ZKL__HIDDEN int64_t zkl__acqs_watch_due(zkl_client_t *c);
 /* Under c->mu: put e (path, a, idx) in the table of watched paths; take
  * it out (nothing if it is not in). */
 ZKL__HIDDEN void zkl__went_add(zkl_client_t *c, zkl__went_t *e,
@@ -313,11 +314,9 @@ ZKL__HIDDEN void zkl__queue_discard(zkl__acq_t *a);
 /* Under c->mu: forget a's node, its delete left to the event thread
  * (an acquisition or hold given up where nothing may wait). */
 ZKL__HIDDEN void zkl__queue_drop(zkl__acq_t *a);
-/* The event thread's share, under c->mu: settle the runs that ended;
- * wake the parked ones whose time came, returning when the next is due
- * (0: none). */
+/* The event thread's share, under c->mu: settle the runs that ended.
+ * (A parked asynchronous run's time is a timer, a->wake_tm: step.c.) */
 ZKL__HIDDEN void zkl__runs_settle(zkl_client_t *c);
-ZKL__HIDDEN int64_t zkl__runs_timers(zkl_client_t *c);
 /* Ends hold a (release.c): deletes its node, frees a, and returns the
  * verdict: ZKL_OK, or zkl__lost_rc(a) when it had been lost or cannot be
  * vouched for. judge: a final unlock, which reads the node in the same

@@ -3,9 +3,10 @@
  * the client does in the background. It sits on top of the engine and
  * names its duties one by one: make a new session when one expired
  * (session.c), close dead handles, deliver notices (notice.c), declare
- * AT_RISK holds LOST when the connection stays down too long and watch
- * holds that lasted (acq.c), settle async runs and wake parked ones when
- * their time comes (run.c), judge async releases by their session's fate
+ * AT_RISK holds LOST when the connection stays down too long (acq.c),
+ * fire the client's timers (base/timer.c: the watch on a hold that lasted,
+ * acq.c; a parked async run's time, step.c), settle async runs (run.c),
+ * judge async releases by their session's fate
  * (release.c), nudge a write the server sits on (session.c), and send
  * deletes that could not reach the server (deferred.c). Nothing below
  * calls it. */
@@ -62,8 +63,7 @@ static int64_t earliest(int64_t wake, int64_t due) {
 /* The timed duties that are due now, and when the next one is (-1: none). */
 static int64_t timers(zkl_client_t *c, int64_t lost_due) {
   int64_t wake = lost_due ? lost_due : -1;
-  wake = earliest(wake, zkl__acqs_watch_due(c));
-  wake = earliest(wake, zkl__runs_timers(c));
+  wake = earliest(wake, zkl__timers_fire(c, zkl_now_ms()));
   wake = earliest(wake, zkl__releases_judge(c));
   wake = earliest(wake, zkl__session_nudge(c->sess, zkl_now_ms()));
   if (c->pdel)

@@ -3,8 +3,8 @@
  *
  * zkl__queue_acquire starts a run and sleeps on a->cv until it ends (every
  * blocking call). zkl__queue_start starts one with a done() that the event
- * thread calls when it ends (async holds, multi-lock members); the event
- * thread also wakes parked runs whose time came (zkl__runs_timers).
+ * thread calls when it ends (async holds, multi-lock members); a parked
+ * one's time is a timer of the client's heap (step.c zkl__park).
  * zkl__run_start_bare starts a run that makes no node of its own: the
  * conductor of a multi-lock's acquire (joinwait.c), whose steps drive k
  * member runs.
@@ -237,25 +237,6 @@ void zkl__runs_settle(zkl_client_t *c) {
     rc = settle(a, 0);
     fn((rc == ZKL_OK || member) && !bare ? a : NULL, rc, ctx);
   }
-}
-
-int64_t zkl__runs_timers(zkl_client_t *c) {
-  int64_t now = zkl_now_ms();
-  zkl__acq_t *a, *next;
-  if (!c->timer_due || now < c->timer_due)
-    return c->timer_due;
-  c->timer_due = 0;
-  for (a = c->acqs; a; a = next) {
-    zkl__run_t *r = a->run;
-    next = a->next; /* a kick ends a run on c->ended, never unlinked here */
-    if (!r || !r->done_fn || !r->parked || r->wake_at < 0)
-      continue;
-    if (r->wake_at <= now)
-      zkl__kick(a);
-    else if (!c->timer_due || r->wake_at < c->timer_due)
-      c->timer_due = r->wake_at;
-  }
-  return c->timer_due;
 }
 
 /* A run its caller stopped waiting for has ended (event thread). */

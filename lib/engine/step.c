@@ -96,7 +96,13 @@ void zkl__kick(zkl__acq_t *a) {
   if (!r || r->done || !r->parked)
     return;
   r->parked = 0;
+  zkl__timer_stop(a->q->c, &a->wake_tm);
   zkl__advance(a);
+}
+
+/* a->wake_tm's time came: the parked run looks again. */
+static void wake_due(zkl__timer_t *t) {
+  zkl__kick((zkl__acq_t *)((char *)t - offsetof(zkl__acq_t, wake_tm)));
 }
 
 void zkl__park(zkl__acq_t *a, zkl__step_fn again, int64_t wake_at) {
@@ -105,12 +111,12 @@ void zkl__park(zkl__acq_t *a, zkl__step_fn again, int64_t wake_at) {
   r->next = again;
   r->wake_at = wake_at;
   r->parked = 1;
-  /* an asynchronous run's time is kept by the event thread */
-  if (r->done_fn && wake_at >= 0 && (!c->timer_due || wake_at < c->timer_due)) {
-    c->timer_due = wake_at;
-    if (!c->ev_wake_at || c->ev_wake_at > wake_at)
-      pthread_cond_broadcast(&c->cv);
-  }
+  /* an asynchronous run's time is kept by the event thread; a blocking
+   * one's caller sleeps until it (run.c) */
+  if (r->done_fn && wake_at >= 0)
+    zkl__timer_set(c, &a->wake_tm, wake_at, wake_due);
+  else
+    zkl__timer_stop(c, &a->wake_tm);
 }
 
 void zkl__finish(zkl__acq_t *a, int rc) {
