@@ -29,8 +29,9 @@
  *   first lock and its last unlock reach ZooKeeper.
  *
  * CALLBACKS
- *   State and log callbacks run on a thread owned by the client (never on the
- *   caller's thread, never with an internal lock held). They may call any
+ *   State and log callbacks run on a thread owned by the client, named
+ *   "zkl-event" on Linux (never on the caller's thread, never with an
+ *   internal lock held). They may call any
  *   zklock function except zkl_client_destroy() on their own client, but they
  *   should return quickly: callbacks of one client run one after another.
  *   A program built around an event loop can have them run on its own

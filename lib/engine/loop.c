@@ -14,6 +14,9 @@
 
 #include <errno.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "internal.h"
 
@@ -87,6 +90,10 @@ static void sleep_until(zkl_client_t *c, int64_t wake) {
 
 void *zkl__event_main(void *arg) {
   zkl_client_t *c = arg;
+#ifdef __linux__
+  /* named, so that top -H, gdb and /proc tell it from the program's own */
+  prctl(PR_SET_NAME, "zkl-event", 0, 0, 0);
+#endif
   pthread_mutex_lock(&c->mu);
   for (;;) {
     int64_t lost_due = zkl__lost_deadline(c), wake;
