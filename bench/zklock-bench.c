@@ -1513,6 +1513,140 @@ static void idle_waiters(void) {
   free(hm), free(wm), free(t);
 }
 
+/* idle-holds (zklock only, issue 36): the CPU of the library's own
+ * threads (ZooKeeper's two, the event thread), and of the event thread
+ * alone (named zkl-event), while a few holds come and
+ * go beside H idle ones, for H = 0, 1,000 and 10,000 on one client. S
+ * threads each hold their own lock for 110 ms and let it go, so every
+ * hold lasts past ZKL__NODE_WATCH_DELAY_MS and has its own-node watch
+ * sent by the event thread's timer. The library's CPU is the process's
+ * less every bench thread's own (CLOCK_THREAD_CPUTIME_ID); flat as H
+ * grows means no timer walks the holds. */
+#define IH_S 8
+static atomic_int ih_stop;
+static atomic_long ih_cycles;
+static double ih_cpu[IH_S]; /* each stream thread's CPU over the window */
+
+static double thread_cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The CPU time of this process's threads named `comm` (the library's
+ * event thread is "zkl-event"), from /proc (schedstat: nanoseconds). */
+static double threads_cpu_s(const char *comm) {
+  DIR *d = opendir("/proc/self/task");
+  struct dirent *e;
+  double sum = 0;
+  char p[300], name[64];
+  unsigned long long ns;
+  while (d && (e = readdir(d))) {
+    FILE *f;
+    if (e->d_name[0] == '.')
+      continue;
+    snprintf(p, sizeof p, "/proc/self/task/%s/comm", e->d_name);
+    if (!(f = fopen(p, "r")))
+      continue;
+    if (!fgets(name, sizeof name, f))
+      name[0] = 0;
+    fclose(f);
+    name[strcspn(name, "\n")] = 0;
+    if (strcmp(name, comm))
+      continue;
+    snprintf(p, sizeof p, "/proc/self/task/%s/schedstat", e->d_name);
+    if ((f = fopen(p, "r"))) {
+      if (fscanf(f, "%llu", &ns) == 1)
+        sum += ns / 1e9;
+      fclose(f);
+    }
+  }
+  if (d)
+    closedir(d);
+  return sum;
+}
+
+static void *ih_stream(void *arg) {
+  zkl_mutex_t *m = ((void **)arg)[0];
+  int i = (int)(intptr_t)((void **)arg)[1];
+  double c0 = thread_cpu_s();
+  while (!atomic_load(&ih_stop)) {
+    check(zkl_mutex_lock(m), "lock");
+    usleep(110000);
+    check(zkl_mutex_unlock(m), "unlock");
+    atomic_fetch_add(&ih_cycles, 1);
+  }
+  ih_cpu[i] = thread_cpu_s() - c0;
+  return NULL;
+}
+
+static void idle_holds(void) {
+  static const int stages[] = {0, 1000, 10000};
+  int H = stages[2], held = 0, st, i;
+  zkl_client_t *c = new_client();
+  zkl_mutex_t **hm = calloc((size_t)H, sizeof *hm), *sm[IH_S];
+  void *args[IH_S][2];
+  pthread_t t[IH_S];
+  char r[300], name[32], key[48];
+  snprintf(r, sizeof r, "%s/idleholds", base);
+  for (i = 0; i < IH_S; i++) {
+    snprintf(name, sizeof name, "s%d", i);
+    sm[i] = new_mutex(c, r, name);
+  }
+  begin("idle-holds");
+  key_int("ops", stages[2]);
+  key_int("stream_threads", IH_S);
+  key_int("stream_hold_ms", 110);
+  for (st = 0; st < 3; st++) {
+    double c0, c1, own0, own1, ev0, ev1, mine = 0, secs = 5;
+    long cyc;
+    for (; held < stages[st]; held++) {
+      snprintf(name, sizeof name, "h%d", held);
+      hm[held] = new_mutex(c, r, name);
+      check(zkl_mutex_lock(hm[held]), "hold");
+    }
+    sleep(1); /* their own-node watches sent */
+    atomic_store(&ih_stop, 0);
+    atomic_store(&ih_cycles, 0);
+    own0 = thread_cpu_s();
+    c0 = cpu_s();
+    ev0 = threads_cpu_s("zkl-event");
+    for (i = 0; i < IH_S; i++) {
+      args[i][0] = sm[i];
+      args[i][1] = (void *)(intptr_t)i;
+      pthread_create(&t[i], NULL, ih_stream, args[i]);
+    }
+    usleep((useconds_t)(secs * 1e6));
+    atomic_store(&ih_stop, 1);
+    for (i = 0; i < IH_S; i++) {
+      pthread_join(t[i], NULL);
+      mine += ih_cpu[i];
+    }
+    c1 = cpu_s();
+    ev1 = threads_cpu_s("zkl-event");
+    own1 = thread_cpu_s();
+    cyc = atomic_load(&ih_cycles);
+    mine += own1 - own0;
+    snprintf(key, sizeof key, "library_cpu_ms_per_s_at_%d", stages[st]);
+    key_num(key, round((c1 - c0 - mine) / secs * 1e4) / 10);
+    snprintf(key, sizeof key, "library_cpu_us_per_hold_at_%d", stages[st]);
+    key_num(key, cyc ? round((c1 - c0 - mine) / cyc * 1e7) / 10 : 0);
+    snprintf(key, sizeof key, "event_thread_cpu_ms_per_s_at_%d", stages[st]);
+    key_num(key, round((ev1 - ev0) / secs * 1e4) / 10);
+    snprintf(key, sizeof key, "stream_holds_at_%d", stages[st]);
+    key_int(key, cyc);
+  }
+  end();
+  for (i = 0; i < held; i++) {
+    zkl_mutex_unlock(hm[i]);
+    zkl_mutex_destroy(hm[i]);
+  }
+  for (i = 0; i < IH_S; i++)
+    zkl_mutex_destroy(sm[i]);
+  zkl_client_destroy(c);
+  free(hm);
+}
+
 /* ---- setup ------------------------------------------------------------------ */
 
 static void no_watch(zhandle_t *zh, int t, int s, const char *p, void *x) {
@@ -1803,6 +1937,8 @@ int main(int argc, char **argv) {
       multi_nested();
     else if (!strcmp(w, "idle-waiters"))
       idle_waiters();
+    else if (!strcmp(w, "idle-holds"))
+      idle_holds();
     else if (!strcmp(w, "rtt"))
       rtt();
     else if (!strcmp(w, "read-ceiling"))
