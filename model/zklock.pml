@@ -29,6 +29,9 @@
  *            releases; zkl__may_insert_below() guards the hand-off
  *   LIVE     the liveness claim instead of the end-state checks
  *            (run pan with -a -f)
+ *   MARK     a holder whose node is at version 0 writes a mark on it
+ *            (a downgrade's, a semaphore relay's: marks.c), at the
+ *            version it knows, once per hold
  *   NO_HANDOFF  no zero-read hand-off: every wake lists again, as
  *            Curator's waiter does (with BUG_NO_OWN_READ: Curator's
  *            waiter; the listing alone cannot tell our node from one
@@ -59,6 +62,8 @@
  *   BUG_F4   recover() reads only one of the nodes found by guid
  *   BUG_F4_PDEL  the deferred delete deletes what it finds (by guid, or
  *            by name) without reading its owner
+ *   BUG_MARK_BLIND  (with MARK) a mark's write that landed teaches the
+ *            release's guard its version, whoever's node it landed on
  */
 
 #ifndef N
@@ -75,6 +80,9 @@
 #endif
 #ifndef GIVEUP
 #define GIVEUP 1
+#endif
+#ifndef MARK
+#define MARK 0
 #endif
 #ifndef ROGUE
 #define ROGUE 0
@@ -1494,6 +1502,29 @@ inline queue_acquire() {
   acq[i] = 0
 }
 
+/* zkl__queue_downgrade(), zkl__relay(): the hold writes a mark on its
+ * node with a setData at the version it knows, 0 here (a node at version
+ * 1 has its guard already). A node the hostile made again at our name is
+ * at version 0 too, so the write may land on it, and then leaves it at the
+ * version our guard would check: the answer's stat (czxid, owner) says
+ * whose node it was, and only ours teaches the guard (marks.c). A write
+ * that did not land (gone, or at another version) is a hold lost as far
+ * as this model goes: the code reads the node and finds it not ours. */
+inline mark_own() {
+  lookup(apath, t);
+  if
+  :: t != NONE && nver[t] == 0 ->
+     nver[t] = 1;
+     printf("MSC: %d writes its mark on %d\n", i, apath);
+#ifdef BUG_MARK_BLIND
+     aver = 1
+#else
+     if :: OWNS_ON(t, asess) -> aver = 1 :: else -> lose() fi
+#endif
+  :: else -> lose()
+  fi
+}
+
 /* zkl__queue_release(judge = 1), as the last zkl_mutex_unlock() calls it */
 inline queue_release() {
   incs[i] = 0;
@@ -1532,6 +1563,13 @@ proctype user(byte i) {
      :: rc == OK ->
         /* the critical section: the client's threads run meanwhile */
         atomic { wc[i] = W_USER; mu[i] = 0 }
+#if MARK
+        if
+        :: atomic { !aver && st[i] == S_HELD && asess != 0 ->
+                    mu[i] = 1; wc[i] = W_NONE; mark_own(); wc[i] = W_USER; mu[i] = 0 }
+        :: else
+        fi;
+#endif
         atomic { mu[i] = 1; wc[i] = W_NONE; queue_release() }
      :: else
      fi;
