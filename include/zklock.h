@@ -1067,6 +1067,9 @@ ZKL_EXTERN int zkl_rwlock_wrunlock(zkl_rwlock_t *rw);
  * allows it; ZKL_ACL_CREATOR does not) lets them in, and that writer's
  * hold then ends as LOST at once (zkl_mutex_options_t's
  * ZKL_MUTEX_NO_NODE_WATCH says when it learns of it), its node deleted.
+ * Our node deleted and made again at our name by someone else before the
+ * write is a loss too (ZKL_ELOST): the write may land on their node, which
+ * is then left alone, never taken for ours.
  */
 ZKL_EXTERN int zkl_rwlock_downgrade(zkl_rwlock_t *rw);
 

@@ -211,6 +211,42 @@ static void test_lost_write_hold(void) {
   zkl_client_destroy(c);
 }
 
+/* A downgrade writes its mark at the version it knows: 0 for a node that
+ * was not its parent's first. Someone who deleted our node and made it
+ * again at our name (at version 0 too) gets the write, and the stat it
+ * answers with is theirs: the hold is lost, and that node, now at the
+ * version the unlock's guard would check, is never taken for ours. Before
+ * the fix the downgrade learnt that version, and the read unlock deleted
+ * their node and said OK. */
+static void test_downgrade_on_node_made_again(void) {
+  zkl_client_t *c = client(10000);
+  zkl_rwlock_t *rw;
+  char dir[256], junk[300], path[256];
+  struct Stat st;
+  new_root();
+  /* a parent that had a child already: our node is not its first */
+  snprintf(dir, sizeof dir, "%s/again", root);
+  snprintf(junk, sizeof junk, "%s/junk", dir);
+  CHECK_INT(admin_create_in_root(dir, NULL, -1), ==, ZOK);
+  CHECK_INT(zoo_create(admin, junk, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ==, ZOK);
+  CHECK_INT(zoo_delete(admin, junk, -1), ==, ZOK);
+  rw = rwlock(c, "again", 0);
+  CHECK_RC(zkl_rwlock_wrlock(rw), ZKL_OK);
+  CHECK_RC(zkl_rwlock_node_path(rw, path, sizeof path), ZKL_OK);
+  CHECK_INT(zoo_exists(admin, path, 0, &st), ==, ZOK);
+  CHECK_INT(st.version, ==, 0);
+  CHECK_INT(replace_node(path, 0), ==, ZOK); /* persistent, the admin's */
+  CHECK_RC(zkl_rwlock_rdlock(rw), ZKL_OK);   /* a level, no request */
+  CHECK_RC(zkl_rwlock_wrunlock(rw), ZKL_ELOST);
+  CHECK_INT(zkl_rwlock_state(rw), ==, ZKL_STATE_NONE);
+  CHECK_RC(zkl_rwlock_rdunlock(rw), ZKL_ENOTOWNER);
+  CHECK_INT(zoo_exists(admin, path, 0, &st), ==, ZOK); /* theirs stays */
+  CHECK_INT(st.ephemeralOwner, ==, 0);
+  CHECK_INT(zoo_delete(admin, path, -1), ==, ZOK);
+  CHECK_RC(zkl_rwlock_destroy(rw), ZKL_OK);
+  zkl_client_destroy(c);
+}
+
 /* FIFO: a reader never passes a writer queued before it. */
 static void test_no_writer_starvation(void) {
   struct job r1, w, r2;
@@ -627,6 +663,7 @@ int main(void) {
   RUN(test_readers_share_writers_exclude);
   RUN(test_reentrancy_and_upgrade);
   RUN(test_lost_write_hold);
+  RUN(test_downgrade_on_node_made_again);
   RUN(test_no_writer_starvation);
   RUN(test_downgrade_is_atomic);
   RUN(test_writer_watches_reader_group);

@@ -197,6 +197,10 @@ ZKL__HIDDEN void zkl__went_del(zkl_client_t *c, zkl__went_t *e);
  * whose node is gone or not ours (a->revoked). */
 ZKL__HIDDEN void zkl__watch_own(zkl_client_t *c, zkl__session_t *s,
                                 zkl__acq_t *a);
+/* Under c->mu: the acquisition `id`, if it is still linked and still has
+ * its own node at `path` (for an answer that outlives its sender). */
+ZKL__HIDDEN zkl__acq_t *zkl__acq_by_node(zkl_client_t *c, const char *path,
+                                         uint64_t id);
 ZKL__HIDDEN void *zkl__event_main(void *arg);
 
 /* node.c: our node, how it is made and how we know it is ours. */

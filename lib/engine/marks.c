@@ -63,6 +63,37 @@ static int marked_data(const zkl__queue_t *q, const char *line, char **out,
   return rc;
 }
 
+/* A relay mark's write, out: its answer finds the lease again by id. */
+struct relay {
+  zkl__call_t call;
+  uint64_t id;
+  zkl__session_t *s;
+  int64_t czxid; /* of the node written: a may have another by now */
+  char path[];
+};
+
+/* The relay's write answered. Landed, it moved the node's version, and
+ * the stat says whose node that is: ours, the release's guard checks the
+ * new version (release.c); someone else's (ours deleted and made again
+ * at our name, at version 0 as ours was), the lease is lost, for that
+ * node's version is now the one our guard would have checked. Not
+ * landed: nothing learnt, the guard keeps the version it had, finds
+ * another, and reads. */
+static void on_relayed(zkl__call_t *call) {
+  struct relay *r = call->ctx;
+  zkl_client_t *c = call->c;
+  zkl__acq_t *a = zkl__acq_by_node(c, r->path, r->id);
+  if (a && a->sess == r->s && a->czxid == r->czxid && call->rc == ZOK) {
+    if (zkl__owns(a, &call->stat))
+      a->dversion = call->stat.version;
+    else
+      zkl__lose(c, a, "deleted and made again by someone else");
+  }
+  zkl__session_put(c, r->s);
+  zkl__call_free(call);
+  free(r);
+}
+
 /* A semaphore lease granted after waiting, or with contenders after it,
  * marks its node "state=held": the waiter right behind it watches only
  * it, and a grant is no event ZooKeeper would otherwise send. Not waited
@@ -70,25 +101,34 @@ static int marked_data(const zkl__queue_t *q, const char *line, char **out,
  * (ZKL__POLL_MS), nothing else. A lease granted at its first look with
  * nobody after it writes nothing: whoever joins later lists after our
  * create, so sees no more nodes before us than we saw, and counts us as
- * a holder. Under c->mu, dropped while sending. */
+ * a holder. Under c->mu. */
 void zkl__relay(zkl__queue_t *q, zkl__acq_t *a) {
   zkl_client_t *c = q->c;
   zkl__session_t *s = a->sess;
+  struct relay *r;
+  size_t n;
   char *d;
   size_t len;
   if (!s || !a->path || marked_data(q, ZKL__LINE_HELD, &d, &len) != ZKL_OK)
     return;
-  int version = a->dversion;
+  n = strlen(a->path) + 1;
+  if (!(r = malloc(sizeof *r + n))) {
+    free(d);
+    return; /* as a mark lost with the connection */
+  }
   a->marks |= ZKL__MARK_HELD; /* before our own watch can see it */
-  /* The version it will have, if the write lands: a release's guard
-   * checks it (release.c), and one that finds another reads the node
-   * instead, so a write that did not land costs a read, never a verdict */
-  a->dversion++;
+  zkl__call_init_fn(&r->call, c, on_relayed, r);
+  r->id = a->id;
+  r->s = s;
+  r->czxid = a->czxid;
+  memcpy(r->path, a->path, n);
   s->refs++;
-  pthread_mutex_unlock(&c->mu);
-  zkl__set_nowait(s, a->path, d, (int)len, version);
-  pthread_mutex_lock(&c->mu);
-  zkl__session_put(c, s);
+  /* a->dversion moves only with the answer (on_relayed): a release sent
+   * before it checks the version it had, which a landed write has
+   * passed, and reads (one round trip more, in that window only) */
+  if ((r->call.rc = zkl__set(&r->call, s, a->path, d, (int)len,
+                             a->dversion)) != ZOK)
+    on_relayed(&r->call); /* refused: nothing sent, nothing learnt */
   free(d);
 }
 
@@ -173,7 +213,12 @@ int zkl__queue_downgrade(zkl__queue_t *q, zkl__acq_t *a) {
     pthread_mutex_lock(&c->mu);
     zkl__call_wait(ptrs, 1);
     rc = set.rc;
-    if (rc == ZOK)
+    /* landed, on whose node? One made again at our name by someone else
+     * was at version 0, as ours may have been: ours lost, and that node,
+     * now at the version our guard would check, never taken for ours */
+    if (rc == ZOK && !zkl__owns_on(a, s, &set.stat))
+      rc = ZNONODE;
+    else if (rc == ZOK)
       a->dversion = set.stat.version;
     if (rc == ZBADVERSION)
       rc = reread(c, s, a, &nd, &len, &version, &rewritten);

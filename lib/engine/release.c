@@ -62,7 +62,10 @@ static int dir_ours(const zkl__queue_t *q) {
  *   in the same transaction, or one we wrote a mark on): a check at that
  *   version, which a node made again at our name with a plain create,
  *   at 0, fails. Anyone may write a queue's node (a revoker must), so a
- *   check is all a guard can be there;
+ *   check is all a guard can be there. For the same reason a->dversion
+ *   is only ever learnt from a stat that shows the node ours (czxid,
+ *   owner): a mark written at version 0 may land on a node made again at
+ *   our name, and would leave it at the version we check (marks.c);
  * - any other queue node has nothing a plain create does not have: it
  *   keeps the read (ZKL__GUARD_NONE).
  * node.c's zkl__node_guard says which.
