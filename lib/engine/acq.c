@@ -241,8 +241,9 @@ struct verify {
   char path[];   /* finds a again, if it still has that node */
 };
 
-zkl__acq_t *zkl__acq_by_node(zkl_client_t *c, const char *path,
-                             uint64_t id) {
+/* The acquisition `id` with own node `path`, if it is still linked. */
+static zkl__acq_t *acq_by_node(zkl_client_t *c, const char *path,
+                               uint64_t id) {
   zkl__went_t *e;
   for (e = c->wtab[bucket(path)]; e; e = e->next)
     if (e->idx < 0 && e->a->id == id && strcmp(e->path, path) == 0)
@@ -256,7 +257,7 @@ zkl__acq_t *zkl__acq_by_node(zkl_client_t *c, const char *path,
 static void on_verified(zkl__call_t *call) {
   struct verify *v = call->ctx;
   zkl_client_t *c = call->c;
-  zkl__acq_t *a = zkl__acq_by_node(c, v->path, v->id);
+  zkl__acq_t *a = acq_by_node(c, v->path, v->id);
   int rc = call->rc;
   if (a && a->path && a->sess == v->s && a->czxid == v->czxid) {
     int ours = rc == ZOK && zkl__owns(a, &call->stat);

@@ -145,6 +145,13 @@ struct zkl__acq {
    * by someone else (the wait then ends, ZKL_EREVOKED). */
   unsigned marks;
   int32_t dversion;
+  /* A semaphore's relay mark still out (marks.c), and whether its answer
+   * showed the node someone else's (under c->mu). a->dversion counts that
+   * write in as soon as it is sent, so a release sent meanwhile checks
+   * the version it gives: the release's verdict then hangs on the relay's
+   * answer, which comes first (one session's order). */
+  zkl__acq_t **relay; /* the write's pointer back to us, cleared as a goes */
+  int relay_foreign;
   int tainted;
   int waited; /* a multi-lock member's run waited before it granted */
   int64_t held_us; /* zkl__now_us() of the grant, for the hold histogram;
@@ -197,10 +204,6 @@ ZKL__HIDDEN void zkl__went_del(zkl_client_t *c, zkl__went_t *e);
  * whose node is gone or not ours (a->revoked). */
 ZKL__HIDDEN void zkl__watch_own(zkl_client_t *c, zkl__session_t *s,
                                 zkl__acq_t *a);
-/* Under c->mu: the acquisition `id`, if it is still linked and still has
- * its own node at `path` (for an answer that outlives its sender). */
-ZKL__HIDDEN zkl__acq_t *zkl__acq_by_node(zkl_client_t *c, const char *path,
-                                         uint64_t id);
 ZKL__HIDDEN void *zkl__event_main(void *arg);
 
 /* node.c: our node, how it is made and how we know it is ours. */

@@ -5,7 +5,8 @@
  * Downgrade marks it "mode=read"; a semaphore's relay marks it
  * "state=held" for the waiter behind; verify reads it once. These are not
  * steps of a machine yet: they drop c->mu, send, and wait on the caller's
- * thread for their round trip (the relay waits for nothing). */
+ * thread for their round trip (the relay waits for nothing: its answer,
+ * when it comes, says whose node took the write). */
 #include "config.h"
 
 #include <stdlib.h>
@@ -63,31 +64,32 @@ static int marked_data(const zkl__queue_t *q, const char *line, char **out,
   return rc;
 }
 
-/* A relay mark's write, out: its answer finds the lease again by id. */
+/* A relay mark's write, out. `a` is NULL once the acquisition is freed
+ * (step.c zkl__acq_free, through a->relay). */
 struct relay {
   zkl__call_t call;
-  uint64_t id;
+  zkl__acq_t *a;
   zkl__session_t *s;
-  int64_t czxid; /* of the node written: a may have another by now */
-  char path[];
 };
 
-/* The relay's write answered. Landed, it moved the node's version, and
- * the stat says whose node that is: ours, the release's guard checks the
- * new version (release.c); someone else's (ours deleted and made again
- * at our name, at version 0 as ours was), the lease is lost, for that
- * node's version is now the one our guard would have checked. Not
- * landed: nothing learnt, the guard keeps the version it had, finds
- * another, and reads. */
+/* The relay's write answered. Landed, the stat says whose node took it:
+ * ours, nothing to do (a->dversion counted it in); someone else's (ours
+ * deleted and made again at our name, at version 0 as ours was), the
+ * lease is lost, for that node is now at the version our guard checks:
+ * a standing lease is LOST, and a release already sent (a->sess let go)
+ * says so (release.c answered). Not landed: the guard finds another
+ * version, and reads. */
 static void on_relayed(zkl__call_t *call) {
   struct relay *r = call->ctx;
   zkl_client_t *c = call->c;
-  zkl__acq_t *a = zkl__acq_by_node(c, r->path, r->id);
-  if (a && a->sess == r->s && a->czxid == r->czxid && call->rc == ZOK) {
-    if (zkl__owns(a, &call->stat))
-      a->dversion = call->stat.version;
-    else
-      zkl__lose(c, a, "deleted and made again by someone else");
+  zkl__acq_t *a = r->a;
+  if (a) {
+    a->relay = NULL;
+    if (call->rc == ZOK && !zkl__owns_on(a, r->s, &call->stat)) {
+      a->relay_foreign = 1;
+      if (a->sess == r->s)
+        zkl__lose(c, a, "deleted and made again by someone else");
+    }
   }
   zkl__session_put(c, r->s);
   zkl__call_free(call);
@@ -106,29 +108,30 @@ void zkl__relay(zkl__queue_t *q, zkl__acq_t *a) {
   zkl_client_t *c = q->c;
   zkl__session_t *s = a->sess;
   struct relay *r;
-  size_t n;
   char *d;
   size_t len;
-  if (!s || !a->path || marked_data(q, ZKL__LINE_HELD, &d, &len) != ZKL_OK)
+  int version = a->dversion;
+  if (!s || !a->path || a->relay ||
+      marked_data(q, ZKL__LINE_HELD, &d, &len) != ZKL_OK)
     return;
-  n = strlen(a->path) + 1;
-  if (!(r = malloc(sizeof *r + n))) {
+  if (!(r = malloc(sizeof *r))) {
     free(d);
     return; /* as a mark lost with the connection */
   }
   a->marks |= ZKL__MARK_HELD; /* before our own watch can see it */
+  /* The version it will have, if the write lands: a release's guard
+   * checks it (release.c), and one that finds another reads the node
+   * instead, so a write that did not land costs a read, never a verdict;
+   * one that landed on someone else's node is told by its answer */
+  a->dversion++;
   zkl__call_init_fn(&r->call, c, on_relayed, r);
-  r->id = a->id;
+  r->a = a;
   r->s = s;
-  r->czxid = a->czxid;
-  memcpy(r->path, a->path, n);
   s->refs++;
-  /* a->dversion moves only with the answer (on_relayed): a release sent
-   * before it checks the version it had, which a landed write has
-   * passed, and reads (one round trip more, in that window only) */
-  if ((r->call.rc = zkl__set(&r->call, s, a->path, d, (int)len,
-                             a->dversion)) != ZOK)
-    on_relayed(&r->call); /* refused: nothing sent, nothing learnt */
+  a->relay = &r->a;
+  if ((r->call.rc = zkl__set(&r->call, s, a->path, d, (int)len, version)) !=
+      ZOK)
+    on_relayed(&r->call); /* refused: nothing sent */
   free(d);
 }
 

@@ -62,10 +62,10 @@ static int dir_ours(const zkl__queue_t *q) {
  *   in the same transaction, or one we wrote a mark on): a check at that
  *   version, which a node made again at our name with a plain create,
  *   at 0, fails. Anyone may write a queue's node (a revoker must), so a
- *   check is all a guard can be there. For the same reason a->dversion
- *   is only ever learnt from a stat that shows the node ours (czxid,
- *   owner): a mark written at version 0 may land on a node made again at
- *   our name, and would leave it at the version we check (marks.c);
+ *   check is all a guard can be there. A mark we write at version 0 may
+ *   land on a node made again at our name, and leave it at the version
+ *   we check: the mark's answer, which comes before the delete's, says
+ *   whose node it landed on (marks.c), and the verdict goes by it;
  * - any other queue node has nothing a plain create does not have: it
  *   keeps the read (ZKL__GUARD_NONE).
  * node.c's zkl__node_guard says which.
@@ -143,6 +143,14 @@ static void answered(zkl__rel_t *rel) {
     return;
   if (rel->tidy && rel->pd.rc == ZOK) /* gone: the next join makes it again */
     q->dir_made = 0, q->dir_seen = 0, q->dir_alone = 0, q->dir_lone = 0;
+  if (zrc == ZOK && rel->judge && a->relay_foreign) {
+    /* the relay's answer came first: its write, and so our guard, met a
+     * node someone made again at our name */
+    zkl__post_log(c, ZKL_LOG_WARN,
+                  "%s: deleted and made again by someone else before unlock",
+                  a->path);
+    zrc = ZNONODE;
+  }
   if (zrc == ZOK && rel->judge && !rel->guarded &&
       !vouched(c, a, rel->s, &rel->st))
     zrc = ZNONODE;

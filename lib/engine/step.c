@@ -219,6 +219,8 @@ void zkl__acq_free(zkl_client_t *c, zkl__acq_t *a) {
     zkl__stats_time(&c->stats.hold, a->held_us);
   zkl__acq_unlink(c, a);
   zkl__claim_drop(c, a);
+  if (a->relay) /* a relay's answer still out finds nobody (marks.c) */
+    *a->relay = NULL;
   zkl__session_put(c, a->sess);
   zkl__went_del(c, &a->own_went);
   free(a->path);
