@@ -63,8 +63,11 @@ LOST, by unlock's ZKL_ELOST or by the state callback, with its token):
                   its late request was refused by token
   revoked         acquires that ended in ZKL_EREVOKED (counted, retried):
                   as many as the rogue's deletes of waiting nodes; an
-                  acquire that returns ZKL_OK after its node was deleted
-                  fails the round
+                  acquire that returns ZKL_OK after its waiting node was
+                  deleted fails the round (where the victim may have held
+                  already, the tail of a read-write lock's or semaphore's
+                  queue, its hold may have begun first: it must then be
+                  reported LOST, as any deleted hold)
   stalled         a lock on which nobody entered the critical section for
                   15 s after the ephemeral planted nodes were gone (zklock
                   waited behind a node that never goes away)
@@ -932,7 +935,16 @@ class Round:
         told = [key for key in holds if key in reported]
         waiters = [key for key in deleted if key not in seen]
         sure_waiters = [key for key in waiters if key not in self.rogue_unsure]
-        late = [key for key in deleted if key in acquired and acquired[key] > deleted[key]]
+        # an acquire that returned after the delete was confirmed: a bug
+        # when the victim was surely waiting; when it may have held already
+        # (rogue_unsure: the tail of a read-write lock's or a semaphore's
+        # queue), its hold may have begun before the delete, on a listing
+        # that showed its node, and what matters is that it was reported
+        # LOST (it entered, so it is among `holds`, checked below)
+        late = [key for key in deleted if key in acquired and acquired[key] > deleted[key]
+                and key not in self.rogue_unsure]
+        late_unsure = [key for key in deleted if key in acquired and
+                       acquired[key] > deleted[key] and key in self.rogue_unsure]
         rewritten_told = [key for key in self.rogue_rewritten if key in reported]
         revoked = tot.get("revoked", 0)
         self.figures = {
@@ -957,6 +969,10 @@ class Round:
                 % (key[0], key[1], acquired[key] - deleted[key]))
         if late:
             bad.append("%d acquire(s) returned ZKL_OK after their node was deleted" % len(late))
+        for key in late_unsure:
+            log("lock %d: acquire of token %d returned %.3f s after the rogue deleted a node "
+                "that may have held already; reported LOST: %s"
+                % (key[0], key[1], acquired[key] - deleted[key], key in reported))
         if not len(sure_waiters) <= revoked <= len(waiters):
             bad.append("ZKL_EREVOKED %d times for %d waiting node(s) deleted" % (revoked, len(waiters)))
         if self.stalled:
