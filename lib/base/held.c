@@ -21,7 +21,7 @@ struct held {
 static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct held *held_list;
 
-static int same_lock(const zkl__queue_t *a, const zkl__queue_t *b) {
+static int same_queue(const zkl__queue_t *a, const zkl__queue_t *b) {
   return strcmp(a->dir, b->dir) == 0 && strcmp(a->c->hosts, b->c->hosts) == 0;
 }
 
@@ -30,7 +30,7 @@ int zkl__held_elsewhere(const zkl__queue_t *q, uint64_t tid) {
   int found = 0;
   pthread_mutex_lock(&held_mu);
   for (h = held_list; h && !found; h = h->next)
-    found = h->tid == tid && h->q != q && same_lock(h->q, q);
+    found = h->tid == tid && h->q != q && same_queue(h->q, q);
   pthread_mutex_unlock(&held_mu);
   return found;
 }

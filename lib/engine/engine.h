@@ -644,6 +644,10 @@ ZKL__HIDDEN void zkl__join_begin(zkl__join_t *j);
  * credentials refused, a queue cancelled or closed, the deadline passed;
  * -1: no deadline), or ZKL_OK. */
 ZKL__HIDDEN int zkl__join_halted(const zkl__join_t *j, int64_t deadline);
+/* The set a conductor's steps work on (join.c, joinwait.c). */
+static inline zkl__join_t *zkl__join_of(const zkl__acq_t *a) {
+  return (zkl__join_t *)a->run->owner;
+}
 /* join.c, steps of the conductor a (a->run->owner is j), under c->mu.
  * zkl__join_send: one transaction makes a node in every queue, the
  * parents first if need be, with each queue's listing behind it, then one

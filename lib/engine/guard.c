@@ -178,8 +178,8 @@ static int judge(zkl_client_t *c, zkl__acq_t *const *holds, const txn_t *t,
 /* Whether every hold stands on session s (under c->mu): all on one
  * session, as the transaction's checks demand, the client's. A hold on
  * another, or on none, is lost, and only that one: ZKL_ELOST. */
-static int usable(zkl_client_t *c, zkl__acq_t *const *holds, size_t nh,
-                  const zkl__session_t *s) {
+static int holds_usable(zkl_client_t *c, zkl__acq_t *const *holds, size_t nh,
+                        const zkl__session_t *s) {
   int rc = ZKL_OK;
   size_t i;
   for (i = 0; i < nh; i++) {
@@ -218,7 +218,7 @@ again:
   memset(&t, 0, sizeof t);
   pthread_mutex_lock(&c->mu);
   s = c->sess;
-  rc = usable(c, holds, nh, s);
+  rc = holds_usable(c, holds, nh, s);
   if (rc == ZKL_OK && c->state != ZKL_CLIENT_CONNECTED)
     rc = ZCONNECTIONLOSS; /* nothing sent: it would wait for a server */
   if (rc == ZKL_OK)

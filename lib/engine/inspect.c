@@ -286,7 +286,7 @@ void zkl_locks_free(zkl_lock_info_t *list, size_t count) {
   free(list);
 }
 
-static int by_name(const void *x, const void *y) {
+static int name_order(const void *x, const void *y) {
   return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
@@ -317,7 +317,7 @@ static int children_on(zkl_client_t *c, zkl__session_t *s, const char *root,
     if (!((*names)[(*n)++] = zkl__strdup(ls.kids.data[i])))
       rc = ZKL_ENOMEM;
   if (rc == ZOK && *n > 1)
-    qsort(*names, *n, sizeof **names, by_name);
+    qsort(*names, *n, sizeof **names, name_order);
   zkl__call_free(&ls);
   pthread_cond_destroy(&cv);
   if (rc != ZOK) {

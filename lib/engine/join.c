@@ -153,8 +153,6 @@ static void send_all(zkl__acq_t *a, const zkl__join_t *j, zkl__join_txn_t *t) {
   }
 }
 
-static zkl__join_t *join_of(const zkl__acq_t *a) { return a->run->owner; }
-
 /* ---- its answers --------------------------------------------------------- */
 
 static void step_czxid(zkl__acq_t *a);
@@ -163,7 +161,7 @@ static void step_usable(zkl__acq_t *a);
 /* The join is over: then() takes the run back, with ZKL_OK and j->w->t, or
  * why not and nothing. */
 static void hand_back(zkl__acq_t *a, int rc) {
-  zkl__join_t *j = join_of(a);
+  zkl__join_t *j = zkl__join_of(a);
   if (rc != ZKL_OK)
     zkl__join_txn_free(&j->w->t);
   j->then(a, rc);
@@ -174,7 +172,7 @@ static void hand_back(zkl__acq_t *a, int rc) {
  * the parents made first if one was reaped), once the connection is up
  * if it was lost; or why not. */
 static void join_settle(zkl__acq_t *a, int rc) {
-  zkl__join_t *j = join_of(a);
+  zkl__join_t *j = zkl__join_of(a);
   zkl__join_txn_t *t = &j->w->t;
   int reaped = rc == ZNONODE && t->tx.rc == ZNONODE;
   /* the session is over: its nodes went with it (or, refused on a dead
@@ -213,7 +211,7 @@ static void join_settle(zkl__acq_t *a, int rc) {
 
 /* Waits for a usable connection (until j->deadline), then joins again. */
 static void step_usable(zkl__acq_t *a) {
-  zkl__join_t *j = join_of(a);
+  zkl__join_t *j = zkl__join_of(a);
   int rc = ZKL__AGAIN;
   if (j->c->state != ZKL_CLIENT_CONNECTED &&
       (rc = zkl__join_halted(j, j->deadline)) == ZKL_OK) {
@@ -227,7 +225,7 @@ static void step_usable(zkl__acq_t *a) {
  * (q->dir_made) and, once the transaction went through, reads one node
  * for the zxid. */
 static void step_answered(zkl__acq_t *a) {
-  zkl__join_t *j = join_of(a);
+  zkl__join_t *j = zkl__join_of(a);
   zkl__join_txn_t *t = &j->w->t;
   size_t i;
   for (i = 0; i < t->nup; i++)
@@ -249,7 +247,7 @@ static void step_answered(zkl__acq_t *a) {
 
 /* The creation zxid the nodes share. */
 static void step_czxid(zkl__acq_t *a) {
-  zkl__join_txn_t *t = &join_of(a)->w->t;
+  zkl__join_txn_t *t = &zkl__join_of(a)->w->t;
   int rc = t->st.rc;
   if (rc == ZOK && !zkl__node_made_by(t->s, &t->st.stat))
     rc = ZNONODE; /* not ours: someone replaced it at once */
@@ -258,7 +256,7 @@ static void step_czxid(zkl__acq_t *a) {
 }
 
 void zkl__join_send(zkl__acq_t *a, void (*then)(zkl__acq_t *a, int rc)) {
-  zkl__join_t *j = join_of(a);
+  zkl__join_t *j = zkl__join_of(a);
   zkl__join_txn_t *t = &j->w->t;
   char *data = NULL;
   int rc;
@@ -299,7 +297,7 @@ void zkl__join_txn_free(zkl__join_txn_t *t) {
 /* ---- after the grants ---------------------------------------------------- */
 
 static void step_checked(zkl__acq_t *a) {
-  zkl__join_t *j = join_of(a);
+  zkl__join_t *j = zkl__join_of(a);
   zkl__join_txn_t *t = &j->w->t;
   size_t i;
   int rc = ZKL_OK;
@@ -317,7 +315,7 @@ static void step_checked(zkl__acq_t *a) {
 }
 
 void zkl__join_check(zkl__acq_t *a, void (*then)(zkl__acq_t *a, int rc)) {
-  zkl__join_t *j = join_of(a);
+  zkl__join_t *j = zkl__join_of(a);
   zkl__join_txn_t *t = &j->w->t;
   size_t i;
   int waited = 0, rc = ZKL_OK;

@@ -53,8 +53,6 @@
 /* A member run's end, internal: the set gave way (see step_wait). */
 #define YIELDED (-1998)
 
-static zkl__join_t *join_of(const zkl__acq_t *a) { return a->run->owner; }
-
 static void step_once(zkl__acq_t *a);
 static void step_back_off(zkl__acq_t *a);
 static void step_wait(zkl__acq_t *a);
@@ -109,7 +107,7 @@ static void conductor_done(zkl__acq_t *none, int rc, void *ctx) {
  * that those it gave way to go first and two sets that keep meeting
  * part; never past the deadline. */
 static void pause_then_again(zkl__acq_t *a, unsigned n) {
-  zkl__join_t *j = join_of(a);
+  zkl__join_t *j = zkl__join_of(a);
   unsigned shift = n < 6 ? n : 6;
   int64_t pause = (int64_t)BACKOFF_MS << shift;
   if (pause > BACKOFF_MAX_MS)
@@ -124,7 +122,7 @@ static void pause_then_again(zkl__acq_t *a, unsigned n) {
  * joins again (ZKL__AGAIN: at once AGAIN_MAX times, then each after
  * a pause; YIELDED after a pause, as often as the deadline allows). */
 static void attempt_end(zkl__acq_t *a, int rc) {
-  zkl__join_t *j = join_of(a);
+  zkl__join_t *j = zkl__join_of(a);
   if (rc == ZKL_OK)
     j->token = j->w->t.czxid;
   zkl__join_txn_free(&j->w->t);
@@ -146,7 +144,7 @@ static void attempt_end(zkl__acq_t *a, int rc) {
 /* The deletes members_release() sent are answered: what they could not
  * do is left to the deferred deletes; the members are no more. */
 static void step_released(zkl__acq_t *a) {
-  zkl__join_t *j = join_of(a);
+  zkl__join_t *j = zkl__join_of(a);
   zkl_client_t *c = j->c;
   size_t i;
   for (i = 0; i < j->n; i++) {
@@ -170,7 +168,7 @@ static void step_released(zkl__acq_t *a) {
  * the connection keeps from us is left to the deferred deletes). Not one
  * LOST already, nor one gone with its session. */
 static void members_release(zkl__acq_t *a, int rc) {
-  zkl__join_t *j = join_of(a);
+  zkl__join_t *j = zkl__join_of(a);
   zkl_client_t *c = j->c;
   size_t i;
   j->end = rc;
@@ -209,7 +207,7 @@ static void members_ended(zkl__acq_t *a, int rc) {
 /* The reads step_behind_listed() sent: a node behind that is ephemeral is
  * someone waiting; then the set gives way, if it still waits. */
 static void step_behind_read(zkl__acq_t *a) {
-  zkl__join_t *j = join_of(a);
+  zkl__join_t *j = zkl__join_of(a);
   struct zkl__join_calls *w = j->w;
   int k, found = 0;
   for (k = 0; k < w->nr; k++) {
@@ -225,7 +223,7 @@ static void step_behind_read(zkl__acq_t *a) {
  * not a multi-lock's, exclusive where the member is shared), at most
  * ZKL__YIELD_READS in all, from listing ls of held member i. */
 static void read_behind(zkl__acq_t *a, zkl__call_t *ls, size_t i) {
-  zkl__join_t *j = join_of(a);
+  zkl__join_t *j = zkl__join_of(a);
   struct zkl__join_calls *w = j->w;
   const char *ours = strrchr(w->t.paths[i], '/') + 1;
   zkl__entry_t *e = NULL;
@@ -253,7 +251,7 @@ static void read_behind(zkl__acq_t *a, zkl__call_t *ls, size_t i) {
 
 /* The listings of the held members' queues are in. */
 static void step_behind_listed(zkl__acq_t *a) {
-  zkl__join_t *j = join_of(a);
+  zkl__join_t *j = zkl__join_of(a);
   size_t i;
   j->w->nr = 0;
   for (i = 0; i < j->w->nl; i++) {
@@ -275,7 +273,7 @@ static void step_behind_listed(zkl__acq_t *a) {
  * sets keep their order. A node behind must be ephemeral to count: a
  * planted one never waits. */
 static void look_behind(zkl__acq_t *a) {
-  zkl__join_t *j = join_of(a);
+  zkl__join_t *j = zkl__join_of(a);
   zkl_client_t *c = j->c;
   zkl__session_t *s = j->w->t.s;
   size_t i;
@@ -297,7 +295,7 @@ static void look_behind(zkl__acq_t *a) {
  * and waits for others, it looks behind those it holds (YIELD_FIRST_MS
  * says when) and gives way (YIELDED) when someone waits there. */
 static void step_wait(zkl__acq_t *a) {
-  zkl__join_t *j = join_of(a);
+  zkl__join_t *j = zkl__join_of(a);
   int64_t now = zkl_now_ms();
   size_t held = 0, i;
   if (j->running <= 0) {
@@ -326,7 +324,7 @@ static void step_wait(zkl__acq_t *a) {
 
 /* The transaction is in: a member run on every node it made. */
 static void joined(zkl__acq_t *a, int rc) {
-  zkl__join_t *j = join_of(a);
+  zkl__join_t *j = zkl__join_of(a);
   zkl__join_txn_t *t = &j->w->t;
   size_t i;
   if (rc != ZKL_OK) {
@@ -368,7 +366,7 @@ static void step_once(zkl__acq_t *a) { zkl__join_send(a, joined); }
 /* After giving way: the pause (until j->pause), then the next attempt,
  * unless the acquire must end meanwhile (a cancel, the deadline). */
 static void step_back_off(zkl__acq_t *a) {
-  zkl__join_t *j = join_of(a);
+  zkl__join_t *j = zkl__join_of(a);
   int rc = zkl__join_halted(j, j->until);
   if (rc == ZKL_OK && zkl_now_ms() < j->pause) {
     zkl__park(a, step_back_off, j->pause);

@@ -172,7 +172,7 @@ static void ml_free(zkl_multilock_t *ml, size_t opened) {
   free(ml);
 }
 
-static int by_name(const void *x, const void *y) {
+static int member_order(const void *x, const void *y) {
   const zkl_multilock_member_t *a = x, *b = y;
   return strcmp(a->name, b->name);
 }
@@ -205,7 +205,7 @@ static int sort_members(zkl_client_t *c, const zkl_multilock_member_t *members,
   memcpy(sorted, members, n * sizeof *sorted);
   /* sorted only so that the transaction's order is the same for all:
    * safety does not depend on it */
-  qsort(sorted, n, sizeof *sorted, by_name);
+  qsort(sorted, n, sizeof *sorted, member_order);
   for (i = 1; i < n; i++)
     if (strcmp(sorted[i - 1].name, sorted[i].name) == 0) {
       free(sorted);
@@ -388,7 +388,7 @@ static int start(zkl_multilock_t *ml, int mode, int64_t deadline,
 }
 
 /* The blocking face: starts the acquire, and waits for its end. */
-static int acquire(zkl_multilock_t *ml, int mode, int64_t deadline) {
+static int set_acquire(zkl_multilock_t *ml, int mode, int64_t deadline) {
   zkl_client_t *c;
   int rc = start(ml, mode, deadline, NULL, NULL, NULL);
   if (rc != ZKL_OK)
@@ -404,17 +404,17 @@ static int acquire(zkl_multilock_t *ml, int mode, int64_t deadline) {
 }
 
 int zkl_multilock_lock(zkl_multilock_t *ml) {
-  return acquire(ml, ZKL__BLOCK, -1);
+  return set_acquire(ml, ZKL__BLOCK, -1);
 }
 
 int zkl_multilock_trylock(zkl_multilock_t *ml) {
-  return acquire(ml, ZKL__TRY, -1);
+  return set_acquire(ml, ZKL__TRY, -1);
 }
 
 int zkl_multilock_timedlock(zkl_multilock_t *ml, int64_t deadline_ms) {
   /* ZKL_NO_DEADLINE: zkl_multilock_lock(), its ZKL_EDEADLK check included */
-  return acquire(ml, zkl__deadline_mode(deadline_ms),
-                 zkl__deadline_in(deadline_ms));
+  return set_acquire(ml, zkl__deadline_mode(deadline_ms),
+                     zkl__deadline_in(deadline_ms));
 }
 
 int zkl_multilock_lock_async(zkl_multilock_t *ml, int64_t deadline_ms,
@@ -468,7 +468,7 @@ static int worse(int rc, int r) {
 
 /* Releases every member; the worst verdict. Returns once every node is
  * gone, or left to the deferred deletes while disconnected. */
-static int release(zkl_multilock_t *ml, zkl__acq_t **holds) {
+static int set_release(zkl_multilock_t *ml, zkl__acq_t **holds) {
   size_t i;
   int rc = ZKL_OK;
   pthread_mutex_lock(&ml->c->mu);
@@ -486,7 +486,7 @@ static int release(zkl_multilock_t *ml, zkl__acq_t **holds) {
 int zkl_multilock_unlock(zkl_multilock_t *ml) {
   zkl__acq_t *holds[ZKL_MULTILOCK_MAX];
   int rc = holds_get(ml, holds);
-  return rc != ZKL_OK ? rc : holds_put(ml, release(ml, holds));
+  return rc != ZKL_OK ? rc : holds_put(ml, set_release(ml, holds));
 }
 
 /* ---- the unlock that never waits ----------------------------------------- */
@@ -565,7 +565,7 @@ int zkl_multilock_guarded(zkl_multilock_t *ml, zkl_op_t *ops, size_t n,
     return rc;
   rc = zkl__guarded(holds, ml->n, ops, n, flags);
   if (rc == ZKL_OK && (flags & ZKL_GUARD_RELEASE))
-    release(ml, holds); /* the nodes went with the transaction */
+    set_release(ml, holds); /* the nodes went with the transaction */
   return holds_put(ml, rc);
 }
 

@@ -75,7 +75,7 @@ int zkl_mutex_create(zkl_mutex_t **out, zkl_client_t *c, const char *name,
 
 /* The argument checks of every call but the fast path's: m and the out
  * parameter given, m not inherited across fork(). */
-static int usable(const zkl_mutex_t *m, const void *out) {
+static int mutex_usable(const zkl_mutex_t *m, const void *out) {
   if (!m || !out)
     return ZKL_EINVAL;
   return zkl__forked(m->fork_gen) ? ZKL_EFORKED : ZKL_OK;
@@ -93,7 +93,7 @@ static zkl__acq_t *my_hold(const zkl_mutex_t *m) {
   return a;
 }
 
-static int reenter(zkl__acq_t *a) {
+static int mutex_reenter(zkl__acq_t *a) {
   /* acquire: revoke_asked was written before the state became LOST */
   if (atomic_load_explicit(&a->state, memory_order_acquire) ==
       ZKL_STATE_LOST)
@@ -119,7 +119,7 @@ __attribute__((noinline)) static int acquire_slow(zkl_mutex_t *m, int mode,
     return ZKL_EDEADLK;
   pthread_mutex_lock(&c->mu);
   a = zkl__hold_find(m->holds, me);
-  rc = a ? reenter(a) : c->stopping ? ZKL_ECLOSED : ZKL_OK;
+  rc = a ? mutex_reenter(a) : c->stopping ? ZKL_ECLOSED : ZKL_OK;
   if (!a && rc == ZKL_OK)
     m->q.users++;
   pthread_mutex_unlock(&c->mu);
@@ -145,7 +145,7 @@ __attribute__((noinline)) static int acquire_slow(zkl_mutex_t *m, int mode,
   return rc;
 }
 
-static inline int acquire(zkl_mutex_t *m, int mode, int64_t deadline) {
+static inline int mutex_acquire(zkl_mutex_t *m, int mode, int64_t deadline) {
   uint64_t me;
   if (!m)
     return ZKL_EINVAL;
@@ -153,22 +153,22 @@ static inline int acquire(zkl_mutex_t *m, int mode, int64_t deadline) {
     return ZKL_EFORKED;
   me = zkl__self_tid();
   if (atomic_load_explicit(&m->owner_tid, memory_order_relaxed) == me)
-    return reenter(m->owner_acq);
+    return mutex_reenter(m->owner_acq);
   return acquire_slow(m, mode, deadline, me);
 }
 
-int zkl_mutex_lock(zkl_mutex_t *m) { return acquire(m, ZKL__BLOCK, -1); }
+int zkl_mutex_lock(zkl_mutex_t *m) { return mutex_acquire(m, ZKL__BLOCK, -1); }
 
-int zkl_mutex_trylock(zkl_mutex_t *m) { return acquire(m, ZKL__TRY, -1); }
+int zkl_mutex_trylock(zkl_mutex_t *m) { return mutex_acquire(m, ZKL__TRY, -1); }
 
 int zkl_mutex_timedlock(zkl_mutex_t *m, int64_t deadline_ms) {
-  return acquire(m, zkl__deadline_mode(deadline_ms),
-                 zkl__deadline_in(deadline_ms));
+  return mutex_acquire(m, zkl__deadline_mode(deadline_ms),
+                       zkl__deadline_in(deadline_ms));
 }
 
 /* Final release of hold a (depth reaching 0, or a lost hold); judge as in
  * zkl__queue_release: only an unlock reports on the hold it ends. */
-static int release(zkl_mutex_t *m, zkl__acq_t *a, int judge) {
+static int mutex_release(zkl_mutex_t *m, zkl__acq_t *a, int judge) {
   uint64_t me = a->tid;
   if (atomic_load_explicit(&m->owner_tid, memory_order_relaxed) == me) {
     m->owner_acq = NULL;
@@ -183,7 +183,7 @@ static int release(zkl_mutex_t *m, zkl__acq_t *a, int judge) {
 
 int zkl_mutex_unlock(zkl_mutex_t *m) {
   zkl__acq_t *a;
-  int rc = usable(m, m);
+  int rc = mutex_usable(m, m);
   if (rc != ZKL_OK)
     return rc;
   if (atomic_load_explicit(&m->owner_tid, memory_order_relaxed) ==
@@ -199,13 +199,13 @@ int zkl_mutex_unlock(zkl_mutex_t *m) {
     a->depth--;
     return ZKL_OK;
   }
-  return release(m, a, 1);
+  return mutex_release(m, a, 1);
 }
 
 int zkl_mutex_guarded(zkl_mutex_t *m, zkl_op_t *ops, size_t n,
                       unsigned flags) {
   zkl__acq_t *a;
-  int rc = usable(m, m);
+  int rc = mutex_usable(m, m);
   if (rc != ZKL_OK)
     return rc;
   if (!(a = my_hold(m)))
@@ -214,7 +214,7 @@ int zkl_mutex_guarded(zkl_mutex_t *m, zkl_op_t *ops, size_t n,
     return ZKL_EBUSY;
   rc = zkl__guarded(&a, 1, ops, n, flags);
   if (rc == ZKL_OK && (flags & ZKL_GUARD_RELEASE))
-    release(m, a, 1); /* the node went with the transaction: frees only */
+    mutex_release(m, a, 1); /* the node went with the transaction: frees only */
   return rc;
 }
 
@@ -223,13 +223,13 @@ int zkl_mutex_lock_async(zkl_mutex_t *m, int64_t deadline_ms, zkl_hold_fn fn,
   int rc;
   if (hold) /* NULL whatever the failure, as the header promises */
     *hold = NULL;
-  rc = usable(m, m);
+  rc = mutex_usable(m, m);
   return rc != ZKL_OK ? rc
                       : zkl__hold_start(&m->q, 0, deadline_ms, fn, arg, hold);
 }
 
 int zkl_mutex_cancel(zkl_mutex_t *m) {
-  int rc = usable(m, m);
+  int rc = mutex_usable(m, m);
   if (rc != ZKL_OK)
     return rc;
   zkl__queue_cancel(&m->q);
@@ -257,7 +257,7 @@ int zkl_mutex_destroy(zkl_mutex_t *m) {
   if (!zkl__handle_remove(m))
     return ZKL_EINVAL;
   if (mine)
-    release(m, mine, 0); /* a failed delete is deferred or moot: see header */
+    mutex_release(m, mine, 0); /* a failed delete is deferred or moot: see header */
   zkl__recipe_close(&m->q);
   free(m);
   return ZKL_OK;
@@ -278,7 +278,7 @@ unsigned zkl_mutex_depth(const zkl_mutex_t *m) {
 
 int zkl_mutex_token(const zkl_mutex_t *m, uint64_t *token) {
   const zkl__acq_t *a;
-  int rc = usable(m, token);
+  int rc = mutex_usable(m, token);
   if (rc != ZKL_OK)
     return rc;
   a = my_hold(m);
@@ -289,7 +289,7 @@ int zkl_mutex_token(const zkl_mutex_t *m, uint64_t *token) {
 }
 
 int zkl_mutex_node_path(const zkl_mutex_t *m, char *buf, size_t size) {
-  int rc = usable(m, buf);
+  int rc = mutex_usable(m, buf);
   return rc != ZKL_OK ? rc : zkl__acq_path(my_hold(m), buf, size);
 }
 
@@ -300,7 +300,7 @@ int zkl_mutex_queue(zkl_client_t *c, const char *root, const char *name,
 
 int zkl_mutex_verify(zkl_mutex_t *m) {
   zkl__acq_t *a;
-  int rc = usable(m, m);
+  int rc = mutex_usable(m, m);
   if (rc != ZKL_OK)
     return rc;
   a = my_hold(m);

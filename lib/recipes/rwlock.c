@@ -67,7 +67,7 @@ int zkl_rwlock_create(zkl_rwlock_t **out, zkl_client_t *c, const char *name,
   return ZKL_OK;
 }
 
-static int usable(const zkl_rwlock_t *rw, const void *out) {
+static int rw_usable(const zkl_rwlock_t *rw, const void *out) {
   if (!rw || !out)
     return ZKL_EINVAL;
   return zkl__forked(rw->fork_gen) ? ZKL_EFORKED : ZKL_OK;
@@ -83,7 +83,7 @@ static zkl__acq_t *my_hold(const zkl_rwlock_t *rw) {
 
 /* One more level of an existing hold, in read mode (always allowed: write
  * implies read) or write mode (only over write). */
-static int reenter(zkl__acq_t *a, int write) {
+static int rw_reenter(zkl__acq_t *a, int write) {
   unsigned *n = write ? &a->depth : &a->rdepth;
   /* acquire: revoke_asked was written before the state became LOST */
   if (atomic_load_explicit(&a->state, memory_order_acquire) ==
@@ -97,7 +97,7 @@ static int reenter(zkl__acq_t *a, int write) {
   return ZKL_OK;
 }
 
-static int acquire(zkl_rwlock_t *rw, int write, int mode, int64_t deadline) {
+static int rw_acquire(zkl_rwlock_t *rw, int write, int mode, int64_t deadline) {
   zkl_client_t *c;
   zkl__acq_t *a;
   uint64_t me;
@@ -110,7 +110,7 @@ static int acquire(zkl_rwlock_t *rw, int write, int mode, int64_t deadline) {
   me = zkl__self_tid();
   pthread_mutex_lock(&c->mu);
   a = zkl__hold_find(rw->holds, me);
-  rc = a ? reenter(a, write) : c->stopping ? ZKL_ECLOSED : ZKL_OK;
+  rc = a ? rw_reenter(a, write) : c->stopping ? ZKL_ECLOSED : ZKL_OK;
   if (!a && rc == ZKL_OK)
     rw->q.users++;
   pthread_mutex_unlock(&c->mu);
@@ -137,33 +137,33 @@ static int acquire(zkl_rwlock_t *rw, int write, int mode, int64_t deadline) {
 }
 
 int zkl_rwlock_rdlock(zkl_rwlock_t *rw) {
-  return acquire(rw, 0, ZKL__BLOCK, -1);
+  return rw_acquire(rw, 0, ZKL__BLOCK, -1);
 }
 
 int zkl_rwlock_tryrdlock(zkl_rwlock_t *rw) {
-  return acquire(rw, 0, ZKL__TRY, -1);
+  return rw_acquire(rw, 0, ZKL__TRY, -1);
 }
 
 int zkl_rwlock_timedrdlock(zkl_rwlock_t *rw, int64_t deadline_ms) {
-  return acquire(rw, 0, zkl__deadline_mode(deadline_ms),
-                 zkl__deadline_in(deadline_ms));
+  return rw_acquire(rw, 0, zkl__deadline_mode(deadline_ms),
+                    zkl__deadline_in(deadline_ms));
 }
 
 int zkl_rwlock_wrlock(zkl_rwlock_t *rw) {
-  return acquire(rw, 1, ZKL__BLOCK, -1);
+  return rw_acquire(rw, 1, ZKL__BLOCK, -1);
 }
 
 int zkl_rwlock_trywrlock(zkl_rwlock_t *rw) {
-  return acquire(rw, 1, ZKL__TRY, -1);
+  return rw_acquire(rw, 1, ZKL__TRY, -1);
 }
 
 int zkl_rwlock_timedwrlock(zkl_rwlock_t *rw, int64_t deadline_ms) {
-  return acquire(rw, 1, zkl__deadline_mode(deadline_ms),
-                 zkl__deadline_in(deadline_ms));
+  return rw_acquire(rw, 1, zkl__deadline_mode(deadline_ms),
+                    zkl__deadline_in(deadline_ms));
 }
 
 /* Final release of hold a, both modes; judge as in zkl__queue_release. */
-static int release(zkl_rwlock_t *rw, zkl__acq_t *a, int judge) {
+static int rw_release(zkl_rwlock_t *rw, zkl__acq_t *a, int judge) {
   uint64_t me = a->tid;
   pthread_mutex_lock(&rw->c->mu);
   zkl__hold_unlink(&rw->holds, a);
@@ -176,7 +176,7 @@ static int release(zkl_rwlock_t *rw, zkl__acq_t *a, int judge) {
 static int downgrade(zkl_rwlock_t *rw, zkl__acq_t *a) {
   int rc = zkl__queue_downgrade(&rw->q, a);
   if (rc == ZKL_ELOST)
-    release(rw, a, 0);
+    rw_release(rw, a, 0);
   else if (rc == ZKL_OK)
     a->depth = 0;
   return rc;
@@ -185,7 +185,7 @@ static int downgrade(zkl_rwlock_t *rw, zkl__acq_t *a) {
 static int unlock(zkl_rwlock_t *rw, int write) {
   zkl__acq_t *a;
   unsigned *n;
-  int rc = usable(rw, rw);
+  int rc = rw_usable(rw, rw);
   if (rc != ZKL_OK)
     return rc;
   a = my_hold(rw);
@@ -194,14 +194,14 @@ static int unlock(zkl_rwlock_t *rw, int write) {
     return ZKL_ENOTOWNER;
   if (atomic_load_explicit(&a->state, memory_order_relaxed) ==
       ZKL_STATE_LOST)
-    return release(rw, a, 1);
+    return rw_release(rw, a, 1);
   if (*n > 1 || a->depth + a->rdepth > 1) {
     if (write && *n == 1)
       return downgrade(rw, a);
     (*n)--;
     return ZKL_OK;
   }
-  return release(rw, a, 1);
+  return rw_release(rw, a, 1);
 }
 
 int zkl_rwlock_rdunlock(zkl_rwlock_t *rw) { return unlock(rw, 0); }
@@ -210,7 +210,7 @@ int zkl_rwlock_wrunlock(zkl_rwlock_t *rw) { return unlock(rw, 1); }
 
 int zkl_rwlock_downgrade(zkl_rwlock_t *rw) {
   zkl__acq_t *a;
-  int rc = usable(rw, rw);
+  int rc = rw_usable(rw, rw);
   if (rc != ZKL_OK)
     return rc;
   a = my_hold(rw);
@@ -218,9 +218,9 @@ int zkl_rwlock_downgrade(zkl_rwlock_t *rw) {
     return ZKL_ENOTOWNER;
   if (a->depth > 1)
     return ZKL_EBUSY;
-  if ((rc = reenter(a, 0)) != ZKL_OK) {
+  if ((rc = rw_reenter(a, 0)) != ZKL_OK) {
     if (rc == ZKL_ELOST)
-      release(rw, a, 0);
+      rw_release(rw, a, 0);
     return rc;
   }
   rc = downgrade(rw, a);
@@ -232,7 +232,7 @@ int zkl_rwlock_downgrade(zkl_rwlock_t *rw) {
 int zkl_rwlock_guarded(zkl_rwlock_t *rw, zkl_op_t *ops, size_t n,
                        unsigned flags) {
   zkl__acq_t *a;
-  int rc = usable(rw, rw);
+  int rc = rw_usable(rw, rw);
   if (rc != ZKL_OK)
     return rc;
   if (!(a = my_hold(rw)))
@@ -241,12 +241,12 @@ int zkl_rwlock_guarded(zkl_rwlock_t *rw, zkl_op_t *ops, size_t n,
     return ZKL_EBUSY;
   rc = zkl__guarded(&a, 1, ops, n, flags);
   if (rc == ZKL_OK && (flags & ZKL_GUARD_RELEASE))
-    release(rw, a, 1); /* the node went with the transaction: frees only */
+    rw_release(rw, a, 1); /* the node went with the transaction: frees only */
   return rc;
 }
 
 int zkl_rwlock_cancel(zkl_rwlock_t *rw) {
-  int rc = usable(rw, rw);
+  int rc = rw_usable(rw, rw);
   if (rc != ZKL_OK)
     return rc;
   zkl__queue_cancel(&rw->q);
@@ -255,7 +255,7 @@ int zkl_rwlock_cancel(zkl_rwlock_t *rw) {
 
 int zkl_rwlock_verify(zkl_rwlock_t *rw) {
   zkl__acq_t *a;
-  int rc = usable(rw, rw);
+  int rc = rw_usable(rw, rw);
   if (rc != ZKL_OK)
     return rc;
   a = my_hold(rw);
@@ -283,7 +283,7 @@ void zkl_rwlock_depth(const zkl_rwlock_t *rw, unsigned *rd, unsigned *wr) {
 
 int zkl_rwlock_token(const zkl_rwlock_t *rw, uint64_t *token) {
   const zkl__acq_t *a;
-  int rc = usable(rw, token);
+  int rc = rw_usable(rw, token);
   if (rc != ZKL_OK)
     return rc;
   a = my_hold(rw);
@@ -294,7 +294,7 @@ int zkl_rwlock_token(const zkl_rwlock_t *rw, uint64_t *token) {
 }
 
 int zkl_rwlock_node_path(const zkl_rwlock_t *rw, char *buf, size_t size) {
-  int rc = usable(rw, buf);
+  int rc = rw_usable(rw, buf);
   return rc != ZKL_OK ? rc : zkl__acq_path(my_hold(rw), buf, size);
 }
 
@@ -303,7 +303,7 @@ int zkl_rwlock_rdlock_async(zkl_rwlock_t *rw, int64_t deadline_ms,
   int rc;
   if (hold) /* NULL whatever the failure, as the header promises */
     *hold = NULL;
-  rc = usable(rw, rw);
+  rc = rw_usable(rw, rw);
   return rc != ZKL_OK ? rc
                       : zkl__hold_start(&rw->q, 1, deadline_ms, fn, arg, hold);
 }
@@ -313,7 +313,7 @@ int zkl_rwlock_wrlock_async(zkl_rwlock_t *rw, int64_t deadline_ms,
   int rc;
   if (hold) /* NULL whatever the failure, as the header promises */
     *hold = NULL;
-  rc = usable(rw, rw);
+  rc = rw_usable(rw, rw);
   return rc != ZKL_OK ? rc
                       : zkl__hold_start(&rw->q, 0, deadline_ms, fn, arg, hold);
 }
@@ -340,7 +340,7 @@ int zkl_rwlock_destroy(zkl_rwlock_t *rw) {
   if (!zkl__handle_remove(rw))
     return ZKL_EINVAL;
   if (mine)
-    release(rw, mine, 0);
+    rw_release(rw, mine, 0);
   zkl__recipe_close(&rw->q);
   free(rw);
   return ZKL_OK;

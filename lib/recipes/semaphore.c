@@ -73,8 +73,8 @@ int zkl_semaphore_create(zkl_semaphore_t **out, zkl_client_t *c,
   return ZKL_OK;
 }
 
-static int acquire(zkl_semaphore_t *sem, int mode, int64_t deadline,
-                   zkl_lease_t **out) {
+static int lease_acquire(zkl_semaphore_t *sem, int mode, int64_t deadline,
+                         zkl_lease_t **out) {
   zkl_client_t *c;
   zkl_lease_t *l;
   int rc, entered;
@@ -111,17 +111,17 @@ static int acquire(zkl_semaphore_t *sem, int mode, int64_t deadline,
 }
 
 int zkl_semaphore_acquire(zkl_semaphore_t *sem, zkl_lease_t **lease) {
-  return acquire(sem, ZKL__BLOCK, -1, lease);
+  return lease_acquire(sem, ZKL__BLOCK, -1, lease);
 }
 
 int zkl_semaphore_tryacquire(zkl_semaphore_t *sem, zkl_lease_t **lease) {
-  return acquire(sem, ZKL__TRY, -1, lease);
+  return lease_acquire(sem, ZKL__TRY, -1, lease);
 }
 
 int zkl_semaphore_timedacquire(zkl_semaphore_t *sem, int64_t deadline_ms,
                                zkl_lease_t **lease) {
-  return acquire(sem, zkl__deadline_mode(deadline_ms),
-                 zkl__deadline_in(deadline_ms), lease);
+  return lease_acquire(sem, zkl__deadline_mode(deadline_ms),
+                       zkl__deadline_in(deadline_ms), lease);
 }
 
 int zkl_semaphore_acquire_async(zkl_semaphore_t *sem, int64_t deadline_ms,
@@ -167,7 +167,7 @@ int zkl_semaphore_destroy(zkl_semaphore_t *sem) {
 }
 
 /* The lease's checks: a live lease, not inherited across fork(). */
-static int usable(const zkl_lease_t *l) {
+static int lease_usable(const zkl_lease_t *l) {
   if (!l || !zkl__handle_live(l))
     return ZKL_EINVAL;
   return zkl__forked(l->sem->fork_gen) ? ZKL_EFORKED : ZKL_OK;
@@ -175,7 +175,7 @@ static int usable(const zkl_lease_t *l) {
 
 int zkl_lease_release(zkl_lease_t *l) {
   zkl_semaphore_t *sem;
-  int rc = usable(l);
+  int rc = lease_usable(l);
   if (rc != ZKL_OK)
     return rc;
   if (!zkl__handle_remove(l))
@@ -191,12 +191,12 @@ int zkl_lease_release(zkl_lease_t *l) {
 }
 
 int zkl_lease_state(const zkl_lease_t *l) {
-  int rc = usable(l);
+  int rc = lease_usable(l);
   return rc != ZKL_OK ? rc : atomic_load(&l->a->state);
 }
 
 int zkl_lease_token(const zkl_lease_t *l, uint64_t *token) {
-  int rc = usable(l);
+  int rc = lease_usable(l);
   if (rc != ZKL_OK)
     return rc;
   if (!token)
@@ -206,13 +206,13 @@ int zkl_lease_token(const zkl_lease_t *l, uint64_t *token) {
 }
 
 int zkl_lease_verify(zkl_lease_t *l) {
-  int rc = usable(l);
+  int rc = lease_usable(l);
   return rc != ZKL_OK ? rc : zkl__queue_verify(&l->sem->q, l->a);
 }
 
 int zkl_lease_guarded(zkl_lease_t *l, zkl_op_t *ops, size_t n,
                       unsigned flags) {
-  int rc = usable(l);
+  int rc = lease_usable(l);
   if (rc != ZKL_OK)
     return rc;
   rc = zkl__guarded(&l->a, 1, ops, n, flags);
@@ -222,7 +222,7 @@ int zkl_lease_guarded(zkl_lease_t *l, zkl_op_t *ops, size_t n,
 }
 
 int zkl_lease_node_path(const zkl_lease_t *l, char *buf, size_t size) {
-  int rc = usable(l);
+  int rc = lease_usable(l);
   if (rc != ZKL_OK)
     return rc;
   return buf ? zkl__acq_path(l->a, buf, size) : ZKL_EINVAL;

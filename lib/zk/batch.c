@@ -548,7 +548,7 @@ void zkl__batch_done(zkl__session_t *s) {
  * its directory; any other create (a flat lock's node, ZKL_MUTEX_FLAT) is
  * the lock itself, and only the same path is the same lock: flat locks on
  * many keys of one root commit together. */
-static int same_lock(const bop_t *a, const bop_t *b) {
+static int ops_same_lock(const bop_t *a, const bop_t *b) {
   const char *sa, *sb;
   size_t da, db;
   if (!(a->flags & ZOO_SEQUENCE) || !(b->flags & ZOO_SEQUENCE))
@@ -570,7 +570,7 @@ static batch_t *joining(zkl__session_t *s, bop_t *const *ops, int n,
   for (o = last ? last->ops : NULL; o; o = o->next)
     for (i = 0; i < n && last; i++)
       if (o->kind == BOP_CREATE && ops[i]->kind == BOP_CREATE &&
-          same_lock(o, ops[i]))
+          ops_same_lock(o, ops[i]))
         last = NULL;
   if (last)
     return last;
