@@ -336,10 +336,20 @@ struct zkl_client {
   int dispatching;
   pthread_t dispatch_thread;
   /* When the sleeping event thread wakes by itself (0: it is awake or
-   * sleeps with no deadline); lets a new hold skip waking it. */
+   * sleeps with no deadline), and whether it sleeps: lets a new hold skip
+   * waking it. */
   int64_t ev_wake_at;
+  int ev_asleep;
   zkl__timer_t *timers; /* timer.c: the heap's root (NULL: none armed) */
   size_t ntimers;
+  /* Held connections' deadline: AT_RISK holds are LOST when it comes
+   * (acq.c, armed at the disconnect). */
+  zkl__timer_t lost_tm;
+  /* When the event thread looks again at what it polls (loop.c): async
+   * releases' verdicts, the nudge, the deferred deletes, a new session. */
+  struct {
+    zkl__timer_t judge, nudge, pdel, retry;
+  } looks;
   int stopping;
   int need_session;
   int64_t session_retry_at; /* after a handle could not be made */

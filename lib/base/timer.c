@@ -93,9 +93,10 @@ void zkl__timer_set(zkl_client_t *c, zkl__timer_t *t, int64_t due,
   c->timers = meld(c->timers, t);
   c->ntimers++;
   /* The event thread sleeps until its next due time: wake it only when
-   * this one is earlier. Waking it for every hold would cost a context
+   * it sleeps and this one is earlier. Awake, it reads the heap before it
+   * sleeps again (loop.c). Waking it for every hold would cost a context
    * switch and a fight for c->mu per cycle. */
-  if (c->timers == t && (!c->ev_wake_at || c->ev_wake_at > due))
+  if (c->timers == t && c->ev_asleep && (!c->ev_wake_at || c->ev_wake_at > due))
     pthread_cond_broadcast(&c->cv);
 }
 

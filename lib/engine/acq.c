@@ -134,10 +134,26 @@ void zkl__lose(zkl_client_t *c, zkl__acq_t *a, const char *why) {
   lose(c, a);
 }
 
+static void expire_at_risk(zkl_client_t *c);
+
+/* c->lost_tm's time came: AT_RISK holds are LOST, unless the connection
+ * came back meanwhile (zkl__lost_deadline is then 0). */
+static void lost_due(zkl__timer_t *t) {
+  zkl_client_t *c = (zkl_client_t *)((char *)t - offsetof(zkl_client_t, lost_tm));
+  int64_t due = zkl__lost_deadline(c);
+  if (due && zkl_now_ms() >= due)
+    expire_at_risk(c);
+  else if (due) /* a later disconnect's */
+    zkl__timer_set(c, t, due, lost_due);
+}
+
 /* The connection is down: holds are AT_RISK, or LOST at once for a recipe
  * that must not lead while it cannot hear the ensemble. */
 static void disconnected(zkl_client_t *c, zkl__session_t *s) {
   zkl__acq_t *a;
+  int64_t due = zkl__lost_deadline(c);
+  if (due)
+    zkl__timer_set(c, &c->lost_tm, due, lost_due);
   for (a = c->acqs; a; a = a->next) {
     if (a->sess != s || !is_hold(a) ||
         atomic_load_explicit(&a->state, memory_order_relaxed) ==
@@ -156,6 +172,7 @@ static void disconnected(zkl_client_t *c, zkl__session_t *s) {
 /* Session s expired: its holds are LOST, its waiters join again. */
 static void expired(zkl_client_t *c, zkl__session_t *s) {
   zkl__acq_t *a;
+  zkl__timer_stop(c, &c->lost_tm);
   for (a = c->acqs; a; a = a->next) {
     if (a->sess != s)
       continue;
@@ -174,7 +191,7 @@ static void kick_all(zkl_client_t *c) {
     kick(a);
 }
 
-void zkl__acqs_expire_at_risk(zkl_client_t *c) {
+static void expire_at_risk(zkl_client_t *c) {
   zkl__acq_t *a;
   for (a = c->acqs; a; a = a->next)
     if (a->sess == c->sess &&
@@ -327,6 +344,7 @@ void zkl__watch_own(zkl_client_t *c, zkl__session_t *s, zkl__acq_t *a) {
 /* Connected again: every hold is read, and watched anew. */
 static void connected(zkl_client_t *c, zkl__session_t *s) {
   zkl__acq_t *a;
+  zkl__timer_stop(c, &c->lost_tm);
   for (a = c->acqs; a; a = a->next)
     if (a->sess == s && is_hold(a) && a->path) {
       zkl__timer_stop(c, &a->watch_tm); /* the verification re-arms it */

@@ -189,10 +189,10 @@ ZKL__HIDDEN void zkl__claim_drop(zkl_client_t *c, zkl__acq_t *a);
 #define ZKL__NODE_WATCH_DELAY_MS 100
 ZKL__HIDDEN void zkl__schedule_node_watch(zkl_client_t *c, zkl__acq_t *a);
 /* acq.c: what the session's changes mean for the acquisitions on session
- * s. Under c->mu. */
+ * s (a disconnect arms c->lost_tm: AT_RISK holds are LOST when it fires).
+ * Under c->mu. */
 ZKL__HIDDEN void zkl__acqs_on_session(zkl_client_t *c, zkl__session_t *s,
                                       enum zkl__sess_news what);
-ZKL__HIDDEN void zkl__acqs_expire_at_risk(zkl_client_t *c);
 /* Under c->mu: put e (path, a, idx) in the table of watched paths; take
  * it out (nothing if it is not in). */
 ZKL__HIDDEN void zkl__went_add(zkl_client_t *c, zkl__went_t *e,

@@ -2,14 +2,14 @@
 /* loop.c: the client's event thread, the table of contents of everything
  * the client does in the background. It sits on top of the engine and
  * names its duties one by one: make a new session when one expired
- * (session.c), close dead handles, deliver notices (notice.c), declare
- * AT_RISK holds LOST when the connection stays down too long (acq.c),
- * fire the client's timers (base/timer.c: the watch on a hold that lasted,
- * acq.c; a parked async run's time, step.c), settle async runs (run.c),
- * judge async releases by their session's fate
- * (release.c), nudge a write the server sits on (session.c), and send
- * deletes that could not reach the server (deferred.c). Nothing below
- * calls it. */
+ * (session.c), close dead handles, deliver notices (notice.c), settle
+ * async runs (run.c), send deletes that could not reach the server
+ * (deferred.c), judge async releases by their session's fate
+ * (release.c), nudge a write the server sits on (session.c), and fire
+ * the client's timers (base/timer.c: the watch on a hold that lasted and
+ * the connection's deadline for AT_RISK holds, acq.c; a parked async
+ * run's time, step.c; when to look again at what it polls, here). It
+ * sleeps until the earliest timer. Nothing below calls it. */
 #include "config.h"
 
 #include <errno.h>
@@ -41,7 +41,7 @@ static void new_session(zkl_client_t *c) {
 }
 
 /* Does the first duty that is due, in order of urgency; 0 if none was. */
-static int duty(zkl_client_t *c, int64_t lost_due) {
+static int duty(zkl_client_t *c) {
   if (c->need_session && !c->stopping &&
       zkl_now_ms() >= c->session_retry_at)
     new_session(c);
@@ -49,8 +49,6 @@ static int duty(zkl_client_t *c, int64_t lost_due) {
     zkl__close_dead(c);
   else if (c->evq_head && c->dispatch_fd < 0)
     zkl__notice_deliver(c);
-  else if (lost_due && zkl_now_ms() >= lost_due)
-    zkl__acqs_expire_at_risk(c);
   else if (c->ended)
     zkl__runs_settle(c);
   else
@@ -58,34 +56,45 @@ static int duty(zkl_client_t *c, int64_t lost_due) {
   return 1;
 }
 
-/* The earlier of wake (-1: none) and due (0: none). */
-static int64_t earliest(int64_t wake, int64_t due) {
-  return !due ? wake : (wake < 0 || due < wake) ? due : wake;
+/* A look timer's time came: nothing to do but be awake, and look. */
+static void look_due(zkl__timer_t *t) { (void)t; }
+
+/* The event thread looks again at due (0: no need). */
+static void look_at(zkl_client_t *c, zkl__timer_t *t, int64_t due) {
+  if (!due)
+    zkl__timer_stop(c, t);
+  else if (!t->armed || t->due != due)
+    zkl__timer_set(c, t, due, look_due);
 }
 
-/* The timed duties that are due now, and when the next one is (-1: none). */
-static int64_t timers(zkl_client_t *c, int64_t lost_due) {
-  int64_t wake = lost_due ? lost_due : -1;
-  wake = earliest(wake, zkl__timers_fire(c, zkl_now_ms()));
-  wake = earliest(wake, zkl__releases_judge(c));
-  wake = earliest(wake, zkl__session_nudge(c->sess, zkl_now_ms()));
-  if (c->pdel)
-    wake = wake < 0 ? zkl_now_ms() + 1000 : wake;
-  if (c->need_session && (wake < 0 || c->session_retry_at < wake))
-    wake = c->session_retry_at;
-  return wake;
+/* The timed duties that are due now, and when the next one is (-1: none).
+ * What the event thread polls tells it when to look again; that, the
+ * holds' own-node watches, parked runs and the connection's deadline are
+ * all timers in one heap, whose root is the wake time. */
+static int64_t timers(zkl_client_t *c) {
+  int64_t now = zkl_now_ms(), wake;
+  look_at(c, &c->looks.judge, zkl__releases_judge(c));
+  look_at(c, &c->looks.nudge, zkl__session_nudge(c->sess, now));
+  /* deferred deletes that could not go: tried again each second */
+  look_at(c, &c->looks.pdel,
+          !c->pdel ? 0 : c->looks.pdel.armed ? c->looks.pdel.due : now + 1000);
+  look_at(c, &c->looks.retry, c->need_session ? c->session_retry_at : 0);
+  wake = zkl__timers_fire(c, zkl_now_ms());
+  return wake ? wake : -1;
 }
 
 static void sleep_until(zkl_client_t *c, int64_t wake) {
   struct timespec ts;
+  c->ev_asleep = 1;
   if (wake < 0) {
     pthread_cond_wait(&c->cv, &c->mu);
-    return;
+  } else {
+    zkl__deadline_ts(wake, &ts);
+    c->ev_wake_at = wake;
+    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+    c->ev_wake_at = 0;
   }
-  zkl__deadline_ts(wake, &ts);
-  c->ev_wake_at = wake;
-  pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-  c->ev_wake_at = 0;
+  c->ev_asleep = 0;
 }
 
 void *zkl__event_main(void *arg) {
@@ -96,13 +105,13 @@ void *zkl__event_main(void *arg) {
 #endif
   pthread_mutex_lock(&c->mu);
   for (;;) {
-    int64_t lost_due = zkl__lost_deadline(c), wake;
-    if (duty(c, lost_due))
+    int64_t wake;
+    if (duty(c))
       continue;
     zkl__pdel_run(c);
     if (c->stopping)
       break;
-    wake = timers(c, lost_due);
+    wake = timers(c);
     /* a run woken above may have ended, or posted a notice */
     if (c->ended || (c->evq_head && c->dispatch_fd < 0))
       continue;
