@@ -506,12 +506,13 @@ void zkl__batch_done(zkl__session_t *s) {
   pthread_mutex_lock(&s->bmu);
   s->inflight--;
   if (s->inflight < INFLIGHT_MAX) {
-    /* everything queued, one transaction after the other */
+    /* everything queued, one transaction after the other; on a closing
+     * handle, refused as the C client would refuse it (zk.h, closing) */
     for (b = s->queued, s->queued = NULL; b; b = next) {
       next = b->next;
       b->next = NULL;
       s->inflight++;
-      if ((rc = send_queued(s, b)) != ZOK) {
+      if ((rc = s->closing ? ZINVALIDSTATE : send_queued(s, b)) != ZOK) {
         s->inflight--;
         b->forced_rc = rc;
         b->next = failed;

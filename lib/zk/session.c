@@ -322,6 +322,9 @@ void zkl__close_dead(zkl_client_t *c) {
   zkl__session_t *s = c->dead;
   c->dead = s->next_dead;
   pthread_mutex_unlock(&c->mu);
+  pthread_mutex_lock(&s->bmu);
+  s->closing = 1; /* what its flushed answers would send next stays here */
+  pthread_mutex_unlock(&s->bmu);
   zookeeper_close(s->zh); /* flushes its completions with ZCLOSING */
   pthread_mutex_lock(&c->mu);
   pthread_mutex_destroy(&s->bmu);

@@ -29,6 +29,11 @@ struct zkl__session {
   pthread_mutex_t bmu;
   struct zkl__batch *queued;
   int inflight;
+  /* zookeeper_close has begun (zkl__close_dead): the answers it flushes
+   * send nothing more on zh. Debian's 3.8.0 C client refuses a request
+   * on a closing handle (ZINVALIDSTATE) and leaks what it had allocated
+   * for it: a transaction's sub-op entries and its buffer. */
+  int closing;
   struct rd *refused; /* listings the client refused, answered by batch.c */
   /* the ZOOKEEPER-4537 nudge (batch.c): when the write now out left (0:
    * none out, or only a test's slot), when the last one left, and when
